@@ -1,0 +1,690 @@
+"""Fill the artifact cache with every pinned component the cluster needs.
+
+The cache mirrors the upstream download sites (``<cache>/<host>/<path>``) so
+that a plain HTTP server over it is a drop-in mirror, and keeps a checksum
+manifest (``manifest.json``) of every file it holds. Two sources sit behind one
+interface:
+
+* ``download``: the official release URL, verified against the sha256 pinned
+  in versions.yml, with retries;
+* ``build``: the upstream Go module, built with the local Go toolchain, with
+  the pinned version stamped into the binary.
+
+``auto`` (the default) uses the cache when it is complete, else downloads when
+the upstream host resolves, else builds when Go is available, else stops with
+one clear error. Files that fail verification are fetched or built again.
+
+Usage: python3 -m tools.artifacts [--source auto|download|build] [--cache DIR]
+                                  [--arch amd64|arm64] [--only ID ...] [--verify]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSIONS_FILE = ROOT / "versions.yml"
+MANIFEST = "manifest.json"
+SOURCES = ("auto", "download", "build")
+ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+class ArtifactError(Exception):
+    """A problem the user has to act on; printed without a traceback."""
+
+
+def default_cache() -> Path:
+    env = os.environ.get("K8S_LAB_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "k8s-arch-lab"
+
+
+def host_arch() -> str:
+    machine = platform.machine()
+    if machine not in ARCHES:
+        raise ArtifactError(f"unsupported architecture {machine!r}: the lab supports amd64 and arm64")
+    return ARCHES[machine]
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def expand(template: str, version: str, arch: str) -> str:
+    return template.format(version=version, bare=version.lstrip("v"), arch=arch)
+
+
+# --------------------------------------------------------------------------
+# What the cache must hold
+
+
+@dataclass
+class Artifact:
+    """One file of the cache: a release file or an image archive."""
+
+    id: str
+    component: str
+    version: str
+    arch: str
+    url: str  # upstream URL (images: a pseudo URL naming the image)
+    relpath: str  # path inside the cache (host/path of the URL)
+    official_sha256: str | None
+    kind: str  # "file" or "image"
+    sha256_url: str | None = None
+    spec: dict = field(default_factory=dict)
+    build: dict = field(default_factory=dict)
+
+    @property
+    def downloadable(self) -> bool:
+        return bool(self.official_sha256 or self.sha256_url)
+
+    @property
+    def host(self) -> str:
+        return urllib.parse.urlsplit(self.url).hostname or ""
+
+
+def load_versions(path: Path = VERSIONS_FILE) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ArtifactError(f"cannot read the versions file {path}: {exc}") from exc
+    if not isinstance(data, dict) or "components" not in data:
+        raise ArtifactError(f"{path}: expected a 'components' mapping")
+    return data
+
+
+def relpath_of(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.hostname}{parts.path}"
+
+
+def image_relpath(name: str, version: str, arch: str) -> str:
+    return f"images/{name}/{version}/image-linux-{arch}.tar"
+
+
+def plan(versions: dict, arch: str) -> list[Artifact]:
+    """Every artifact the cluster needs on ``arch``, in build order."""
+    items: list[Artifact] = []
+    for comp_name, comp in versions["components"].items():
+        version = comp["version"]
+        for file_id, spec in comp["files"].items():
+            url = expand(spec["url"], version, arch)
+            items.append(
+                Artifact(
+                    id=file_id,
+                    component=comp_name,
+                    version=version,
+                    arch=arch,
+                    url=url,
+                    relpath=relpath_of(url),
+                    official_sha256=(spec.get("sha256") or {}).get(arch),
+                    kind="file",
+                    sha256_url=spec["sha256_url"].format(url=url) if spec.get("sha256_url") else None,
+                    spec=spec,
+                    build=comp.get("build", {}),
+                )
+            )
+    for image_id, spec in versions.get("images", {}).items():
+        name, version = spec["name"], str(spec["version"])
+        items.append(
+            Artifact(
+                id=f"image/{image_id}",
+                component=image_id,
+                version=version,
+                arch=arch,
+                url=f"oci://{name}:{version}",
+                relpath=image_relpath(name, version, arch),
+                official_sha256=None,
+                kind="image",
+                spec=spec,
+            )
+        )
+    return items
+
+
+# --------------------------------------------------------------------------
+# The manifest
+
+
+class Manifest:
+    """``manifest.json``: relpath -> sha256, size, source, component, version."""
+
+    def __init__(self, cache: Path):
+        self.cache = cache
+        self.path = cache / MANIFEST
+        self.entries: dict[str, dict] = {}
+        if self.path.exists():
+            try:
+                self.entries = json.loads(self.path.read_text()).get("files", {})
+            except (ValueError, AttributeError):
+                self.entries = {}  # a damaged manifest only costs a re-verify
+
+    def record(self, art: Artifact, source: str) -> None:
+        target = self.cache / art.relpath
+        self.entries[art.relpath] = {
+            "sha256": sha256_file(target),
+            "size": target.stat().st_size,
+            "source": source,
+            "component": art.component,
+            "version": art.version,
+            "arch": art.arch,
+            "url": art.url,
+        }
+        self.save()
+
+    def forget(self, relpath: str) -> None:
+        if self.entries.pop(relpath, None) is not None:
+            self.save()
+
+    def save(self) -> None:
+        self.cache.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"files": dict(sorted(self.entries.items()))}, indent=2) + "\n")
+        tmp.replace(self.path)
+        sums = "".join(f"{e['sha256']}  {p}\n" for p, e in sorted(self.entries.items()))
+        (self.cache / "SHA256SUMS").write_text(sums)
+
+    def verify(self, art: Artifact) -> str | None:
+        """None when the cached file is intact, else the reason it is not."""
+        entry = self.entries.get(art.relpath)
+        target = self.cache / art.relpath
+        if entry is None:
+            return "not in the manifest"
+        if entry.get("version") != art.version:
+            return f"manifest has version {entry.get('version')}, want {art.version}"
+        if not target.is_file():
+            return "file missing"
+        if target.stat().st_size != entry["size"]:
+            return f"size {target.stat().st_size} != {entry['size']} (truncated?)"
+        actual = sha256_file(target)
+        if actual != entry["sha256"]:
+            return f"sha256 {actual} != manifest {entry['sha256']} (corrupted?)"
+        if entry.get("source") == "download" and art.official_sha256 and actual != art.official_sha256:
+            return "downloaded file does not match the official sha256"
+        return None
+
+
+# --------------------------------------------------------------------------
+# Choosing a source
+
+
+def resolves(host: str) -> bool:
+    """Whether ``host`` resolves: the only network probe the tool makes."""
+    try:
+        socket.getaddrinfo(host, 443)
+    except (OSError, UnicodeError):
+        return False
+    return True
+
+
+def go_available() -> bool:
+    return shutil.which("go") is not None
+
+
+def choose_source(art: Artifact, requested: str, *, resolver=resolves, has_go=go_available) -> str:
+    """Pick ``download`` or ``build`` for a file the cache lacks."""
+    if requested not in SOURCES:
+        raise ArtifactError(f"unknown source {requested!r}: use one of {', '.join(SOURCES)}")
+    if art.kind == "image":
+        return "build"  # images are always assembled locally
+    if requested != "auto":
+        return requested
+    if art.downloadable and resolver(art.host):
+        return "download"
+    if has_go():
+        return "build"
+    why = (
+        f"{art.host} does not resolve"
+        if art.downloadable
+        else f"versions.yml has no official sha256 for {art.id} on {art.arch}"
+    )
+    raise ArtifactError(
+        f"cannot obtain {art.id} {art.version} ({art.arch}): {why} and Go is not installed. "
+        "Either run `make deps` (installs Go's build dependencies) and re-run `make artifacts` with "
+        "Go on PATH, or copy a filled cache from another machine into "
+        f"{default_cache()} (or point K8S_LAB_CACHE at it), or serve one over HTTP and set "
+        "K8S_LAB_MIRROR."
+    )
+
+
+# --------------------------------------------------------------------------
+# Download
+
+
+def fetch(url: str, dest: Path, *, timeout: float) -> None:
+    with urllib.request.urlopen(url, timeout=timeout) as resp, dest.open("wb") as out:  # noqa: S310
+        shutil.copyfileobj(resp, out, 1 << 20)
+
+
+def expected_sha256(art: Artifact, *, timeout: float = 30.0, opener=None) -> str:
+    """The official checksum: pinned in versions.yml, else the published .sha256 file."""
+    if art.official_sha256:
+        return art.official_sha256
+    if not art.sha256_url:
+        raise ArtifactError(f"refusing to download {art.url}: no official sha256 for {art.arch}")
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "sha256"
+        (opener or fetch)(art.sha256_url, target, timeout=timeout)
+        words = target.read_text().split()
+    if not words or len(words[0]) != 64:
+        raise ArtifactError(f"{art.sha256_url} holds no sha256")
+    return words[0].lower()
+
+
+def download(art: Artifact, dest: Path, *, expected: str | None = None, url: str | None = None,
+             retries: int = 4, timeout: float = 60.0, opener=None, pause=time.sleep) -> None:
+    """Fetch ``art`` into ``dest``; reject it unless its sha256 is ``expected``
+    (by default the official one). Network errors are retried, a wrong checksum is not."""
+    url = url or art.url
+    opener = opener or fetch
+    last: Exception | None = None
+    for attempt in range(1, retries + 1):
+        tmp = dest.with_name(dest.name + ".part")
+        try:
+            want = expected or expected_sha256(art, timeout=timeout, opener=opener)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            opener(url, tmp, timeout=timeout)
+            actual = sha256_file(tmp)
+            if actual != want:
+                tmp.unlink()
+                raise ArtifactError(f"checksum mismatch for {url}: got {actual}, expected {want}")
+            tmp.replace(dest)
+            return
+        except ArtifactError:
+            raise
+        except (OSError, urllib.error.URLError) as exc:
+            last = exc
+            tmp.unlink(missing_ok=True)
+            if attempt < retries:
+                pause(min(2**attempt, 10))
+    raise ArtifactError(f"download of {url} failed after {retries} attempts: {last}")
+
+
+def mirror_manifest(mirror: str, *, opener=None) -> dict:
+    """The manifest of a mirror (another machine's cache served over HTTP)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / MANIFEST
+        try:
+            (opener or fetch)(f"{mirror.rstrip('/')}/{MANIFEST}", target, timeout=30.0)
+            return json.loads(target.read_text()).get("files", {})
+        except (OSError, ValueError, urllib.error.URLError) as exc:
+            raise ArtifactError(f"cannot read {MANIFEST} from the mirror {mirror}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------
+# Build from the upstream Go modules
+
+
+def run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> str:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ArtifactError(
+            f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
+        )
+    return proc.stdout
+
+
+def go_env(arch: str, cgo: bool) -> dict:
+    env = dict(os.environ)
+    env.update(GOOS="linux", GOARCH=arch, CGO_ENABLED="1" if cgo else "0", GOFLAGS="-mod=mod")
+    return env
+
+
+def staging_replaces(module_dir: Path, version: str) -> list[str]:
+    """Each ``k8s.io/X => ./staging/...`` of the release becomes ``k8s.io/X vA.B.C``.
+
+    Staging modules are published as v0.<minor>.<patch> for release v1.<minor>.<patch>.
+    """
+    published = "v0." + version.lstrip("v").split(".", 1)[1]
+    result = []
+    for line in (module_dir / "go.mod").read_text().splitlines():
+        line = line.strip()
+        if "=> ./staging/" in line:
+            result.append(f"{line.split()[0]}={line.split()[0]}@{published}")
+    return result
+
+
+def wrapper_module(workdir: Path, name: str, requires: list[str], replaces: list[str], arch: str) -> None:
+    """A throw-away module that requires the release (and pins replaced modules)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for stale in ("go.mod", "go.sum"):
+        (workdir / stale).unlink(missing_ok=True)
+    env = go_env(arch, cgo=False)
+    run(["go", "mod", "init", f"k8s-arch-lab.local/build/{name}"], cwd=workdir, env=env)
+    for rep in replaces:
+        run(["go", "mod", "edit", "-replace", rep], cwd=workdir, env=env)
+    for req in requires:
+        run(["go", "mod", "edit", "-require", req], cwd=workdir, env=env)
+
+
+def module_dir(module: str, version: str, workdir: Path, arch: str) -> Path:
+    out = run(["go", "mod", "download", "-json", f"{module}@{version}"], cwd=workdir, env=go_env(arch, False))
+    return Path(json.loads(out)["Dir"])
+
+
+def kubernetes_ldflags(version: str) -> str:
+    major, minor = version.lstrip("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [
+            f"-X {pkg}.gitVersion={version}",
+            f"-X {pkg}.gitMajor={major}",
+            f"-X {pkg}.gitMinor={minor}",
+            f"-X {pkg}.gitTreeState=clean",
+            f"-X {pkg}.buildDate=1970-01-01T00:00:00Z",
+        ]
+    return " ".join(flags)
+
+
+def go_build(package: str, out: Path, workdir: Path, arch: str, build: dict, version: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cgo = bool(build.get("cgo"))
+    if build.get("kind") == "kubernetes":
+        ldflags = kubernetes_ldflags(version)
+    else:
+        ldflags = " ".join(["-s", "-w"] + [expand(f, version, arch) for f in build.get("ldflags", [])])
+    if build.get("static"):
+        ldflags += " -extldflags -static"
+    cmd = ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out)]
+    if build.get("tags"):
+        cmd += ["-tags", ",".join(build["tags"])]
+    run(cmd + [package], cwd=workdir, env=go_env(arch, cgo))
+
+
+def build_workdir(cache: Path, art: Artifact) -> Path:
+    return cache / ".build" / f"{art.component}-{art.version}-{art.arch}"
+
+
+def prepare_module(cache: Path, art: Artifact) -> Path:
+    workdir = build_workdir(cache, art)
+    if (workdir / ".ready").exists():
+        return workdir
+    kind = art.build.get("kind")
+    if kind == "kubernetes":
+        workdir.mkdir(parents=True, exist_ok=True)
+        src = module_dir(art.build["module"], art.version, workdir, art.arch)
+        replaces = staging_replaces(src, art.version)
+        wrapper_module(workdir, art.component, [f"{art.build['module']}@{art.version}"], replaces, art.arch)
+    elif kind == "gomodule":
+        wrapper_module(workdir, art.component, [f"{m}@{art.version}" for m in art.build["modules"]], [], art.arch)
+    else:
+        raise ArtifactError(f"{art.component}: unknown build kind {kind!r}")
+    (workdir / ".ready").touch()
+    return workdir
+
+
+def add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o755) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), mode, 0
+    info.uname = info.gname = "root"
+    tar.addfile(info, io.BytesIO(data))
+
+
+def write_tar(dest: Path, files: dict[str, Path], gzip: bool) -> None:
+    """A reproducible archive of ``files`` (archive path -> local file)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name in sorted(files):
+            add_file(tar, name, files[name].read_bytes())
+    data = raw.getvalue()
+    if gzip:
+        import gzip as gz
+
+        data = gz.compress(data, mtime=0)
+    tmp.write_bytes(data)
+    tmp.replace(dest)
+
+
+def build_file(cache: Path, art: Artifact) -> None:
+    workdir = prepare_module(cache, art)
+    dest = cache / art.relpath
+    if "build_package" in art.spec:
+        out = workdir / "out" / dest.name
+        go_build(art.spec["build_package"], out, workdir, art.arch, art.build, art.version)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out, dest)
+        dest.chmod(0o755)
+        return
+    files: dict[str, Path] = {}
+    for inner, package in art.spec["build_packages"].items():
+        inner = expand(inner, art.version, art.arch)
+        out = workdir / "out" / inner.lstrip("./")
+        go_build(package, out, workdir, art.arch, art.build, art.version)
+        files[inner] = out
+    write_tar(dest, files, gzip=dest.name.endswith((".tar.gz", ".tgz")))
+
+
+# --------------------------------------------------------------------------
+# Images
+
+
+def oci_archive(dest: Path, name: str, tag: str, arch: str, layer_files: dict[str, tuple[bytes, int]],
+                config: dict, symlinks: dict[str, str] | None = None) -> None:
+    """Write an OCI image layout archive that both ``ctr images import`` and
+    ``docker load`` accept, naming the image ``name:tag``."""
+    layer_raw = io.BytesIO()
+    with tarfile.open(fileobj=layer_raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        dirs = sorted({str(Path(p).parent) for p in list(layer_files) + list(symlinks or {})} - {"."})
+        for d in dirs:
+            parts = Path(d).parts
+            for i in range(1, len(parts) + 1):
+                sub = "/".join(parts[:i])
+                if sub not in tar.getnames():
+                    info = tarfile.TarInfo(sub)
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+                    tar.addfile(info)
+        for path in sorted(layer_files):
+            data, mode = layer_files[path]
+            add_file(tar, path, data, mode)
+        for path, target in sorted((symlinks or {}).items()):
+            info = tarfile.TarInfo(path)
+            info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, target, 0o777, 0
+            tar.addfile(info)
+    layer = layer_raw.getvalue()
+    layer_digest = hashlib.sha256(layer).hexdigest()
+    cfg = {
+        "architecture": arch,
+        "os": "linux",
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
+        "history": [{"created_by": "k8s-arch-lab tools/artifacts.py"}],
+    }
+    cfg_bytes = json.dumps(cfg, sort_keys=True).encode()
+    cfg_digest = hashlib.sha256(cfg_bytes).hexdigest()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": f"sha256:{cfg_digest}", "size": len(cfg_bytes)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
+                    "digest": f"sha256:{layer_digest}", "size": len(layer)}],
+    }
+    man_bytes = json.dumps(manifest, sort_keys=True).encode()
+    man_digest = hashlib.sha256(man_bytes).hexdigest()
+    ref = f"{name}:{tag}"
+    index = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": f"sha256:{man_digest}", "size": len(man_bytes),
+            "platform": {"architecture": arch, "os": "linux"},
+            "annotations": {"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": tag},
+        }],
+    }
+    docker_manifest = [{"Config": f"blobs/sha256/{cfg_digest}", "RepoTags": [ref],
+                        "Layers": [f"blobs/sha256/{layer_digest}"]}]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    with tarfile.open(tmp, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        add_file(tar, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}', 0o644)
+        add_file(tar, "index.json", json.dumps(index, sort_keys=True).encode(), 0o644)
+        add_file(tar, "manifest.json", json.dumps(docker_manifest).encode(), 0o644)
+        for digest, blob in ((layer_digest, layer), (cfg_digest, cfg_bytes), (man_digest, man_bytes)):
+            add_file(tar, f"blobs/sha256/{digest}", blob, 0o644)
+    tmp.replace(dest)
+
+
+def extract_member(archive: Path, member: str) -> bytes:
+    with tarfile.open(archive) as tar:
+        for info in tar.getmembers():
+            if info.name.lstrip("./") == member.lstrip("./"):
+                handle = tar.extractfile(info)
+                if handle is not None:
+                    return handle.read()
+    raise ArtifactError(f"{archive} has no member {member}")
+
+
+BUSYBOX_APPLETS = ("sh", "ls", "cat", "echo", "env", "hostname", "ip", "ps", "sleep", "wget", "nc",
+                   "nslookup", "kill", "grep", "id", "mkdir", "rm", "date", "uname", "top", "true", "false")
+
+
+def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Artifact]) -> None:
+    source = art.spec["from"]
+    dest = cache / art.relpath
+    name, tag = art.spec["name"], art.version
+    workdir = cache / ".build" / f"image-{art.component}-{art.version}-{art.arch}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    if source["kind"] == "pause":
+        comp = versions["components"][source["component"]]
+        cc = os.environ.get("CC", "cc")
+        if not shutil.which(cc):
+            raise ArtifactError("building the pause image needs a C compiler (run `make deps`)")
+        src = module_dir(comp["build"]["module"], comp["version"], workdir, art.arch) / "build/pause/linux/pause.c"
+        out = workdir / "pause"
+        run([cc, "-Os", "-Wall", "-Werror", "-static", f"-DVERSION=v{tag}-k8s-arch-lab", "-o", str(out), str(src)])
+        oci_archive(dest, name, tag, art.arch, {"pause": (out.read_bytes(), 0o755)},
+                    {"Entrypoint": ["/pause"], "User": "65535:65535"})
+    elif source["kind"] == "binary":
+        owner = next(i for i in all_items if i.component == source["component"] and i.id == source["file"])
+        data = extract_member(cache / owner.relpath, source["binary"])
+        oci_archive(dest, name, tag, art.arch, {"coredns": (data, 0o755)},
+                    {"Entrypoint": ["/coredns"], "User": "65532:65532", "ExposedPorts": {"53/tcp": {}, "53/udp": {}}})
+    elif source["kind"] == "echo":
+        busybox = Path(os.environ.get("K8S_LAB_BUSYBOX", "/bin/busybox"))
+        if not busybox.is_file() or "statically linked" not in run(["file", "-L", str(busybox)]):
+            raise ArtifactError(f"the echo image needs a static busybox at {busybox} (Debian: busybox-static; run `make deps`)")
+        out = workdir / "echo-server"
+        env = go_env(art.arch, cgo=False)
+        env["GOFLAGS"] = ""
+        run(["go", "build", "-trimpath", "-ldflags", f"-s -w -X main.version={tag}", "-o", str(out), "."],
+            cwd=ROOT / "tools/images/echo", env=env)
+        files = {"bin/busybox": (busybox.read_bytes(), 0o755), "usr/local/bin/echo-server": (out.read_bytes(), 0o755),
+                 "etc/passwd": (b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n", 0o644),
+                 "etc/group": (b"root:x:0:\nnogroup:x:65534:\n", 0o644), "tmp/.keep": (b"", 0o644)}
+        links = {f"bin/{applet}": "busybox" for applet in BUSYBOX_APPLETS}
+        oci_archive(dest, name, tag, art.arch, files,
+                    {"Entrypoint": ["/usr/local/bin/echo-server"], "Env": ["PATH=/usr/local/bin:/bin"],
+                     "ExposedPorts": {"8080/tcp": {}}}, links)
+    else:
+        raise ArtifactError(f"image {art.component}: unknown source kind {source['kind']!r}")
+
+
+# --------------------------------------------------------------------------
+# Driver
+
+
+def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *, log=print,
+           versions: dict | None = None, mirror: str | None = None) -> dict:
+    """Make the cache complete for ``arch``; returns counts per outcome."""
+    versions = versions or load_versions()
+    items = plan(versions, arch)
+    if only:
+        unknown = set(only) - {i.id for i in items}
+        if unknown:
+            raise ArtifactError(f"unknown artifact id(s): {', '.join(sorted(unknown))}")
+        items = [i for i in items if i.id in only]
+    manifest = Manifest(cache)
+    remote = mirror_manifest(mirror) if mirror else {}
+    counts = {"cached": 0, "download": 0, "build": 0}
+    for art in sorted(items, key=lambda a: a.kind == "image"):  # images use the files
+        problem = manifest.verify(art)
+        if problem is None:
+            counts["cached"] += 1
+            continue
+        if problem != "not in the manifest":
+            log(f"  {art.id}: {problem}: fetching it again")
+        manifest.forget(art.relpath)
+        (cache / art.relpath).unlink(missing_ok=True)
+        entry = remote.get(art.relpath)
+        from_mirror = entry is not None and entry.get("version") == art.version and source != "build"
+        chosen = "download" if from_mirror else choose_source(art, source)
+        started = time.monotonic()
+        log(f"  {art.id} {art.version} ({art.arch}): {'mirror' if from_mirror else chosen} ...")
+        if from_mirror:
+            # The mirror's own manifest names the checksum (its file may have been built).
+            download(art, cache / art.relpath, expected=entry["sha256"], url=f"{mirror.rstrip('/')}/{art.relpath}")
+            chosen = entry.get("source", "download")
+        elif chosen == "download":
+            download(art, cache / art.relpath)
+        elif art.kind == "image":
+            build_image(cache, art, versions, items)
+        else:
+            build_file(cache, art)
+        manifest.record(art, chosen)
+        counts[chosen] += 1
+        log(f"  {art.id}: done in {time.monotonic() - started:.0f}s -> {art.relpath}")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="artifacts", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", default=os.environ.get("K8S_LAB_ARTIFACT_SOURCE", "auto"), choices=SOURCES)
+    parser.add_argument("--cache", type=Path, default=default_cache())
+    parser.add_argument("--arch", default=None, help="amd64 or arm64 (default: this host's)")
+    parser.add_argument("--only", nargs="*", help="artifact ids to ensure (default: all)")
+    parser.add_argument("--mirror", default=os.environ.get("K8S_LAB_MIRROR"),
+                        help="base URL of a mirror laid out like the cache (official checksums still apply)")
+    parser.add_argument("--list", action="store_true", help="print the plan and the cache state, change nothing")
+    args = parser.parse_args(argv)
+    try:
+        arch = ARCHES.get(args.arch, args.arch) if args.arch else host_arch()
+        if arch not in ("amd64", "arm64"):
+            raise ArtifactError(f"unsupported --arch {args.arch!r}: use amd64 or arm64")
+        cache = args.cache.expanduser().resolve()
+        if args.list:
+            manifest = Manifest(cache)
+            for art in plan(load_versions(), arch):
+                state = manifest.verify(art) or "ok"
+                print(f"{art.id:28} {art.version:10} {state:24} {art.relpath}")
+            return 0
+        started = time.monotonic()
+        print(f"artifact cache {cache} ({arch}, source {args.source})")
+        counts = ensure(cache, args.source, arch, args.only, mirror=args.mirror)
+        print(f"artifacts: {counts['cached']} cached, {counts['download']} downloaded, {counts['build']} built "
+              f"in {time.monotonic() - started:.1f}s")
+        return 0
+    except ArtifactError as exc:
+        print(f"artifacts: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
