@@ -8,8 +8,14 @@ export K8S_LAB_CACHE ?= $(HOME)/.cache/k8s-arch-lab
 export PATH := $(VENV)/bin:/usr/local/go/bin:$(PATH)
 SOURCE      ?= auto
 PYTEST_ARGS ?=
+# make up PROFILE=ha PROVIDER=docker (defaults: settings.yml)
+PROFILE     ?=
+PROVIDER    ?=
+export K8S_LAB_PROFILE  := $(PROFILE)
+export K8S_LAB_PROVIDER := $(PROVIDER)
+export KUBECONFIG       ?= $(CURDIR)/.lab/admin.kubeconfig
 
-.PHONY: help deps artifacts node-image lint unit integration test lab clean
+.PHONY: help deps artifacts node-image settings up down provision smoke reset lint unit integration e2e test lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,8 +43,27 @@ integration: deps artifacts node-image ## tests on real node containers
 test: deps artifacts node-image lint ## the whole test suite (what CI runs)
 	@$(VENV)/bin/pytest tests $(PYTEST_ARGS)
 
-lab: deps artifacts node-image ## bring the lab up and run its checks
-	@echo "lab: artifacts and node image ready"
+settings: deps ## validate settings.yml (PROFILE, PROVIDER)
+	@$(PY) -m tools.settings check
 
-clean: ## remove lab node containers and volumes (the caches stay)
-	@tools/node-image/cleanup.sh
+up: settings artifacts ## bring the cluster up (PROFILE=default|ha PROVIDER=auto|virtualbox|libvirt|docker)
+	@if [ "$$($(PY) -m tools.settings resolve | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["provider"])')" = docker ]; then \
+		$(MAKE) --no-print-directory node-image; fi
+	@vagrant up --no-parallel
+	@echo "cluster up: export KUBECONFIG=$(KUBECONFIG)"
+
+provision: settings ## re-run the playbooks against the running machines
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/site.yml
+
+smoke: settings ## the smoke playbook: workload, Service, DNS, logs, exec, encrypted Secret
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/smoke.yml
+
+down: deps ## destroy the machines and everything they left (containers, volumes, networks, state)
+	@vagrant destroy -f || true
+	@tools/node-image/cleanup.sh $$($(PY) -m tools.settings resolve | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])')
+	@rm -rf .lab/pki .lab/kubeconfigs .lab/admin.kubeconfig .lab/encryption-key
+
+lab: up smoke ## bring the lab up and run its checks
+	@echo "lab ready: export KUBECONFIG=$(KUBECONFIG)"
+
+clean: down ## everything `down` removes (the caches stay)

@@ -1,0 +1,328 @@
+"""Unit tests of the lab settings (tools/settings.py) and the inventory built from them."""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from tools import settings as S
+
+ROOT = Path(__file__).resolve().parents[2]
+INVENTORY = ROOT / "inventory" / "lab.py"
+SETTINGS = yaml.safe_load((ROOT / "settings.yml").read_text())
+VERSIONS = yaml.safe_load((ROOT / "versions.yml").read_text())
+detect_provider = S.detect_provider  # the real one: clean_env replaces it in the module
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    """Tests must not depend on the caller's overrides, nor on this host's hypervisors."""
+    for name in ("K8S_LAB_PROFILE", "K8S_LAB_PROVIDER", "K8S_LAB_SETTINGS", "K8S_LAB_STATE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(S, "detect_provider", lambda: "docker")
+    monkeypatch.setattr(S.platform, "machine", lambda: "x86_64")
+
+
+def write(tmp_path: Path, data, name: str = "settings.yml") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def load_modified(tmp_path: Path, change=None, vchange=None, **kwargs) -> dict:
+    """load() on copies of the shipped files, after ``change``/``vchange`` edited them."""
+    settings, versions = copy.deepcopy(SETTINGS), copy.deepcopy(VERSIONS)
+    if change:
+        change(settings)
+    if vchange:
+        vchange(versions)
+    kwargs.setdefault("detect", lambda: "docker")
+    return S.load(write(tmp_path, settings), versions_path=write(tmp_path, versions, "versions.yml"), **kwargs)
+
+
+def problems(tmp_path: Path, change=None, vchange=None, **kwargs) -> str:
+    with pytest.raises(S.SettingsError) as exc:
+        load_modified(tmp_path, change, vchange, **kwargs)
+    return str(exc.value)
+
+
+# --------------------------------------------------------------------------
+# The shipped settings
+
+
+def test_schema_is_valid_draft_2020_12():
+    jsonschema.Draft202012Validator.check_schema(json.loads(S.SCHEMA_FILE.read_text()))
+
+
+def test_default_profile_resolves():
+    s = S.load(detect=lambda: "docker")
+    assert (s["profile"], s["provider"], s["arch"], s["box"]) == ("default", "docker", "amd64", "debian/bookworm64")
+    assert [(n["name"], n["role"], n["ip"], n["etcd"]) for n in s["nodes"]] == [
+        ("cp1", "control_plane", "192.168.56.11", True),
+        ("w1", "worker", "192.168.56.21", False),
+        ("w2", "worker", "192.168.56.22", False),
+    ]
+    assert s["api"] == {"vip": None, "port": 6443, "endpoint": "https://192.168.56.11:6443"}
+    assert (s["service_ip"], s["dns_ip"]) == ("10.96.0.1", "10.96.0.10")
+    assert s["state_dir"] == str(ROOT / ".lab")
+    assert s["cluster_name"] == "k8s-arch-lab" and s["network"] == SETTINGS["network"]
+    json.dumps(s)
+
+
+def test_ha_profile_resolves():
+    s = S.load(profile="ha", detect=lambda: "docker")
+    assert [n["name"] for n in s["nodes"]] == ["cp1", "cp2", "cp3", "w1", "w2"]
+    assert [n["ip"] for n in s["nodes"]] == [f"192.168.56.{h}" for h in (11, 12, 13, 21, 22)]
+    assert [n["etcd"] for n in s["nodes"]] == [True, True, True, False, False]
+    assert s["api"] == {"vip": "192.168.56.10", "port": 8443, "endpoint": "https://192.168.56.10:8443"}
+
+
+@pytest.mark.parametrize("profile", ["default", "ha"])
+def test_pod_cidrs_are_distinct_subnets_of_pod_cidr(profile):
+    s = S.load(profile=profile, detect=lambda: "docker")
+    pods = ipaddress.ip_network(SETTINGS["network"]["pod_cidr"])
+    subnets = [ipaddress.ip_network(n["pod_cidr"]) for n in s["nodes"]]
+    assert subnets[0] == next(pods.subnets(new_prefix=24))
+    assert len(set(subnets)) == len(subnets)
+    assert all(n.subnet_of(pods) and n.prefixlen == SETTINGS["network"]["pod_cidr_node_prefix"] for n in subnets)
+
+
+def test_versions_are_resolved_with_images():
+    v = S.load(detect=lambda: "docker")["versions"]
+    assert v["etcd"] == VERSIONS["components"]["etcd"]["version"]
+    assert v["image_pause"] == "3.10.2" and v["image_echo"] == "1.0.0"
+
+
+def test_arm64_host_gets_the_arm64_box(monkeypatch):
+    monkeypatch.setattr(S.platform, "machine", lambda: "aarch64")
+    s = S.load(detect=lambda: "docker")
+    assert (s["arch"], s["box"]) == ("arm64", "generic/debian12")
+
+
+def test_state_dir_override(monkeypatch, tmp_path):
+    monkeypatch.setenv("K8S_LAB_STATE", str(tmp_path / "state"))
+    assert S.load(detect=lambda: "docker")["state_dir"] == str(tmp_path / "state")
+
+
+# --------------------------------------------------------------------------
+# Overrides and provider detection
+
+
+def test_env_overrides_file_and_arguments_override_env(monkeypatch):
+    monkeypatch.setenv("K8S_LAB_PROFILE", "ha")
+    monkeypatch.setenv("K8S_LAB_PROVIDER", "libvirt")
+    s = S.load()
+    assert (s["profile"], s["provider"], len(s["nodes"])) == ("ha", "libvirt", 5)
+    s = S.load(profile="default", provider="docker")
+    assert (s["profile"], s["provider"]) == ("default", "docker")
+    monkeypatch.setenv("K8S_LAB_PROFILE", "")  # empty means unset
+    assert S.load()["profile"] == "default"
+
+
+def test_auto_provider_uses_detection():
+    assert S.load(detect=lambda: "virtualbox")["provider"] == "virtualbox"
+    assert S.load(provider="docker", detect=lambda: pytest.fail("detected although not auto"))["provider"] == "docker"
+
+
+def probes(tools=(), files=(), virsh_ok=True):
+    calls = []
+
+    def succeeds(cmd, timeout):
+        calls.append((cmd, timeout))
+        return virsh_ok
+
+    return dict(which=lambda name: f"/usr/bin/{name}" if name in tools else None,
+                exists=lambda path: path in files, succeeds=succeeds), calls
+
+
+@pytest.mark.parametrize(("tools", "files", "virsh_ok", "expected"), [
+    (("VBoxManage", "virsh"), ("/dev/vboxdrv", "/dev/kvm"), True, "virtualbox"),
+    (("VBoxManage", "virsh"), ("/dev/kvm",), True, "libvirt"),  # VirtualBox without its kernel driver
+    (("virsh",), ("/dev/kvm",), True, "libvirt"),
+    (("virsh",), ("/dev/kvm",), False, "docker"),  # libvirtd does not answer
+    (("virsh",), (), True, "docker"),  # no KVM
+    ((), ("/dev/vboxdrv", "/dev/kvm"), True, "docker"),
+])
+def test_detect_provider(tools, files, virsh_ok, expected):
+    kwargs, calls = probes(tools, files, virsh_ok)
+    assert detect_provider(**kwargs) == expected
+    assert all(call == (["virsh", "-c", "qemu:///system", "version"], 5) for call in calls)
+
+
+# --------------------------------------------------------------------------
+# Invalid settings: each names the field
+
+
+def test_overlapping_cidrs(tmp_path):
+    msg = problems(tmp_path, lambda s: s["network"].update(pod_cidr="10.96.0.0/12"))
+    assert "network.pod_cidr: 10.96.0.0/12 overlaps network.service_cidr 10.96.0.0/16" in msg
+
+
+def test_even_etcd_member_count(tmp_path):
+    msg = problems(tmp_path, lambda s: s["profiles"]["ha"].update(control_plane=2))
+    assert "profiles.ha.control_plane" in msg and "even etcd member count" in msg
+
+
+def test_no_worker(tmp_path):
+    msg = problems(tmp_path, lambda s: s["profiles"]["default"].update(workers=0))
+    assert "profiles.default.workers" in msg and "no worker" in msg
+
+
+def test_too_many_nodes_for_the_node_addresses(tmp_path):
+    msg = problems(tmp_path, lambda s: s["profiles"]["ha"].update(control_plane=11, workers=80))
+    assert "profiles.ha.control_plane: 11" in msg and "profiles.ha.workers: 80" in msg
+
+
+def test_too_few_pod_subnets(tmp_path):
+    msg = problems(tmp_path, lambda s: s["network"].update(pod_cidr="10.244.0.0/22"))
+    assert "network.pod_cidr_node_prefix" in msg and "profiles.ha" in msg
+
+
+def test_unknown_provider(tmp_path):
+    assert "provider: 'hyperv' is not one of" in problems(tmp_path, lambda s: s.update(provider="hyperv"))
+    assert "provider: unknown provider 'hyperv'" in problems(tmp_path, provider="hyperv")
+
+
+def test_unknown_profile(tmp_path, monkeypatch):
+    assert "profile: unknown profile 'big'" in problems(tmp_path, lambda s: s.update(profile="big"))
+    monkeypatch.setenv("K8S_LAB_PROFILE", "huge")
+    assert "profile: unknown profile 'huge' (from K8S_LAB_PROFILE)" in problems(tmp_path)
+
+
+def test_too_little_memory(tmp_path):
+    msg = problems(tmp_path, lambda s: s["node"].update(memory_mb=1024))
+    assert "node.memory_mb: 1024 is too little memory (minimum 1536)" in msg
+
+
+def test_vm_providers_need_two_cpus(tmp_path):
+    one_cpu = lambda s: s["node"].update(cpus=1)  # noqa: E731
+    assert load_modified(tmp_path, one_cpu, provider="docker")["node"]["cpus"] == 1
+    assert "node.cpus: 1 is too few for provider libvirt" in problems(tmp_path, one_cpu, provider="libvirt")
+
+
+def test_version_missing_from_versions_file(tmp_path):
+    msg = problems(tmp_path, vchange=lambda v: v["components"]["etcd"].pop("version"))
+    assert "versions.yml: components.etcd.version is missing" in msg
+    msg = problems(tmp_path, vchange=lambda v: v["images"].pop("pause"))
+    assert "versions.yml: images.pause.version is missing" in msg
+
+
+def test_malformed_yaml(tmp_path):
+    path = write(tmp_path, "profile: default\nprofiles: [oops\nprovider: auto\n")
+    with pytest.raises(S.SettingsError, match=r"settings\.yml: line 3, column \d+: invalid YAML"):
+        S.load(path)
+
+
+def test_not_a_mapping_and_duplicate_keys(tmp_path):
+    with pytest.raises(S.SettingsError, match="expected a mapping"):
+        S.load(write(tmp_path, "- just\n- a list\n"))
+    with pytest.raises(S.SettingsError, match=r"line 2, column 1: .*key 'profile' twice"):
+        S.load(write(tmp_path, "profile: default\nprofile: ha\n"))
+
+
+def test_host_bits_set(tmp_path):
+    msg = problems(tmp_path, lambda s: s["network"].update(node_cidr="192.168.56.1/24"))
+    assert "network.node_cidr: 192.168.56.1/24 has host bits set" in msg
+
+
+def test_cidr_not_ipv4_or_not_a_cidr(tmp_path):
+    msg = problems(tmp_path, lambda s: s["network"].update(service_cidr="fd00::/108", pod_cidr="10.244.0.0"))
+    assert "network.service_cidr: fd00::/108 is not IPv4" in msg
+    assert "network.pod_cidr: '10.244.0.0' is not a CIDR" in msg
+
+
+def test_mirror_without_url(tmp_path):
+    msg = problems(tmp_path, lambda s: s["artifacts"].update(source="mirror"))
+    assert "artifacts.mirror: must be an http(s) URL when artifacts.source is mirror" in msg
+    mirrored = load_modified(tmp_path, lambda s: s["artifacts"].update(source="mirror", mirror="http://cache:8080"))
+    assert mirrored["artifacts"]["mirror"] == "http://cache:8080"
+
+
+def test_schema_problems_name_the_field(tmp_path):
+    def change(s):
+        s["node"]["cpus"] = "two"
+        s["network"]["extra"] = 1
+        s["kube_proxy_mode"] = "ipvs"
+        del s["box"]
+
+    msg = problems(tmp_path, change)
+    assert "node.cpus: 'two' is not of type 'integer'" in msg
+    assert "network.extra: unknown setting" in msg
+    assert "kube_proxy_mode: 'ipvs' is not one of iptables, nftables" in msg
+    assert "box is missing" in msg
+
+
+def test_all_problems_are_reported_together(tmp_path):
+    def change(s):
+        s["node"]["memory_mb"] = 512
+        s["profiles"]["ha"]["control_plane"] = 4
+        s["network"]["service_cidr"] = "10.244.0.0/16"
+
+    lines = problems(tmp_path, change, vchange=lambda v: v["components"]["runc"].pop("version")).splitlines()
+    assert len(lines) == 4
+    assert [any(f in line for line in lines) for f in ("node.memory_mb", "profiles.ha.control_plane",
+                                                       "network.pod_cidr", "components.runc.version")] == [True] * 4
+
+
+# --------------------------------------------------------------------------
+# Command line and inventory
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    # The venv's Python first on PATH: the inventory's shebang is /usr/bin/env python3. The
+    # clean_env fixture has removed the caller's K8S_LAB_* overrides from os.environ.
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    full_env = {**os.environ, "PATH": path, "K8S_LAB_PROVIDER": "docker", **(env or {})}
+    return subprocess.run(args, capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=60, check=False)
+
+
+def test_cli_check_and_resolve(tmp_path):
+    proc = run(sys.executable, "-m", "tools.settings", "check", "--profile", "ha")
+    assert proc.returncode == 0 and proc.stdout.startswith("settings OK: profile ha, provider docker, 5 nodes (")
+    resolved = json.loads(run(sys.executable, "-m", "tools.settings", "resolve").stdout)
+    assert resolved["api"]["endpoint"] == "https://192.168.56.11:6443"
+    bad = write(tmp_path, {**SETTINGS, "kube_proxy_mode": "ipvs"})
+    proc = run(sys.executable, "-m", "tools.settings", "check", "--file", str(bad))
+    assert proc.returncode == 2 and "kube_proxy_mode" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_inventory_list():
+    proc = run(str(INVENTORY), "--list", env={"K8S_LAB_PROFILE": "ha"})
+    assert proc.returncode == 0, proc.stderr
+    inv = json.loads(proc.stdout)
+    assert inv["control_plane"]["hosts"] == ["cp1", "cp2", "cp3"]
+    assert inv["workers"]["hosts"] == ["w1", "w2"]
+    assert inv["etcd"]["hosts"] == ["cp1", "cp2", "cp3"]
+    assert inv["k8s_cluster"]["children"] == ["control_plane", "workers"]
+    assert inv["_meta"]["hostvars"]["w2"] == {
+        "ansible_host": "192.168.56.22",
+        "ansible_user": "root",
+        "ansible_ssh_private_key_file": str(ROOT / ".lab" / "ssh" / "id_ed25519"),
+        "lab_node_ip": "192.168.56.22",
+        "lab_pod_cidr": "10.244.4.0/24",
+        "lab_node_role": "worker",
+    }
+    lab = inv["all"]["vars"]["lab_settings"]
+    assert (lab["profile"], lab["api"]["vip"], len(lab["nodes"])) == ("ha", "192.168.56.10", 5)
+
+
+def test_inventory_host():
+    proc = run(str(INVENTORY), "--host", "cp1")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["lab_node_role"] == "control_plane"
+    assert json.loads(run(str(INVENTORY), "--host", "nope").stdout) == {}
+
+
+def test_inventory_with_broken_settings(tmp_path):
+    bad = write(tmp_path, {**SETTINGS, "node": {"cpus": 2, "memory_mb": 1000}})
+    proc = run(str(INVENTORY), "--list", env={"K8S_LAB_SETTINGS": str(bad)})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "node.memory_mb: 1000 is too little memory" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,389 @@
+"""Lab settings: load settings.yml, validate it and resolve it into what the
+Vagrantfile, the Ansible inventory and the playbooks use (nodes, addresses,
+API endpoint, versions), so that a bad setting fails before anything is built.
+
+    python3 -m tools.settings check|resolve [--profile P] [--provider X] [--file F]
+
+Validation is a JSON Schema (settings.schema.json: types, enums, required and
+unknown keys) followed by the checks that relate fields to each other. Every
+problem is collected and reported at once, one per line, naming the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import ipaddress
+import itertools
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS_FILE = ROOT / "settings.yml"
+VERSIONS_FILE = ROOT / "versions.yml"
+SCHEMA_FILE = Path(__file__).with_name("settings.schema.json")
+STATE_DIR = ROOT / ".lab"
+
+PROVIDERS = ("auto", "virtualbox", "libvirt", "docker")
+VM_PROVIDERS = ("virtualbox", "libvirt")
+ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+COMPONENTS = ("kubernetes", "etcd", "containerd", "runc", "cni_plugins", "crictl", "coredns")
+IMAGES = ("pause", "coredns", "echo")
+MIN_MEMORY_MB = 1536
+MIN_VM_CPUS = 2
+# Host numbers in node_cidr: .10 the API address of a multi-control-plane profile,
+# .11-.19 the control plane, .21-.99 the workers.
+VIP_HOST, CP_FIRST, CP_MAX, WORKER_FIRST, WORKER_MAX = 10, 11, 9, 21, 79
+
+
+class SettingsError(Exception):
+    """One or more problems with the settings, one per line; shown without a traceback."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(dict.fromkeys(problems))
+        super().__init__("\n".join(self.problems))
+
+
+# --------------------------------------------------------------------------
+# Reading
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that rejects a repeated key, which PyYAML would silently let win."""
+
+
+def _unique_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if isinstance(key, Hashable):
+            if key in seen:
+                raise yaml.MarkedYAMLError("while reading a mapping", node.start_mark,
+                                           f"found the key {key!r} twice", key_node.start_mark)
+            seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _read_mapping(path: Path, where: str, problems: list[str]) -> dict | None:
+    """The YAML mapping in ``path``, or None after adding the reason to ``problems``."""
+    try:
+        data = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{where}: cannot read the file: {getattr(exc, 'strerror', None) or exc}")
+        return None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problems.append(f"{where}: line {mark.line + 1}, column {mark.column + 1}: invalid YAML: "
+                        f"{exc.problem or exc.context}")
+        return None
+    except yaml.YAMLError as exc:
+        problems.append(f"{where}: invalid YAML: {exc}")
+        return None
+    if not isinstance(data, dict):
+        problems.append(f"{where}: expected a mapping of settings, found {type(data).__name__}")
+        return None
+    return data
+
+
+# --------------------------------------------------------------------------
+# Validation
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    base = jsonschema.Draft202012Validator
+    # JSON Schema counts 2.0 as an integer; the counts feed range() and address arithmetic.
+    checker = base.TYPE_CHECKER.redefine("integer", lambda _, v: isinstance(v, int) and not isinstance(v, bool))
+    return jsonschema.validators.extend(base, type_checker=checker)(json.loads(SCHEMA_FILE.read_text()))
+
+
+def _field(*parts) -> str:
+    return ".".join(str(p) for p in parts if p != "")
+
+
+def _schema_problems(doc: dict, where: str, problems: list[str]) -> set[str]:
+    """Add the schema violations to ``problems``; return the top-level keys they concern,
+    whose semantic checks are then skipped (their values may not even have the right type)."""
+    bad: set[str] = set()
+    for err in sorted(_validator().iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path]):
+        path = list(err.absolute_path)
+        if err.validator == "required":
+            missing = [k for k in err.validator_value if k not in err.instance]
+            problems += [f"{where}: {_field(*path, k)} is missing" for k in missing]
+            bad.update([path[0]] if path else missing)
+            continue
+        bad.add(path[0] if path else "")
+        if err.validator == "additionalProperties":
+            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})), key=str)
+            problems += [f"{where}: {_field(*path, k)}: unknown setting" for k in extra]
+        elif err.validator == "enum":
+            problems.append(f"{where}: {_field(*path)}: {err.instance!r} is not one of "
+                            f"{', '.join(map(str, err.validator_value))}")
+        else:
+            problems.append(f"{where}: {_field(*path) or '(top level)'}: {err.message}")
+    return bad
+
+
+def _check_profiles(profiles: dict, where: str) -> list[str]:
+    out = []
+    for name, counts in profiles.items():
+        cp, workers, field = counts["control_plane"], counts["workers"], f"profiles.{name}"
+        if cp < 1:
+            out.append(f"{where}: {field}.control_plane: {cp}: at least one control-plane node is needed")
+        elif cp % 2 == 0:
+            # Each control-plane node runs an etcd member: n=2k tolerates no more failures than 2k-1.
+            out.append(f"{where}: {field}.control_plane: {cp} is an even etcd member count "
+                       "(every control-plane node runs an etcd member); use an odd number")
+        elif cp > CP_MAX:
+            out.append(f"{where}: {field}.control_plane: {cp} nodes do not fit in .{CP_FIRST}-.{CP_FIRST + CP_MAX - 1} "
+                       f"of network.node_cidr (at most {CP_MAX})")
+        if workers < 1:
+            out.append(f"{where}: {field}.workers: {workers}: no worker; at least one is needed to run workloads")
+        elif workers > WORKER_MAX:
+            out.append(f"{where}: {field}.workers: {workers} nodes do not fit in "
+                       f".{WORKER_FIRST}-.{WORKER_FIRST + WORKER_MAX - 1} of network.node_cidr (at most {WORKER_MAX})")
+    return out
+
+
+def _parse_cidr(value: str, field: str, where: str, out: list[str]) -> ipaddress.IPv4Network | None:
+    try:
+        if "/" not in value:
+            raise ValueError
+        net = ipaddress.ip_network(value)
+    except ValueError:
+        try:
+            fixed = ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            fixed = None
+        if fixed is None or "/" not in value:
+            out.append(f"{where}: {field}: {value!r} is not a CIDR like 10.96.0.0/16")
+        else:
+            out.append(f"{where}: {field}: {value} has host bits set (the network is {fixed})")
+        return None
+    if net.version != 4:
+        out.append(f"{where}: {field}: {value} is not IPv4 (the lab is IPv4 only)")
+        return None
+    return net
+
+
+def _check_network(net: dict, profiles: dict | None, where: str) -> list[str]:
+    out: list[str] = []
+    nets = {k: _parse_cidr(net[k], f"network.{k}", where, out) for k in ("node_cidr", "pod_cidr", "service_cidr")}
+    nets = {k: n for k, n in nets.items() if n is not None}
+    for a, b in itertools.combinations(nets, 2):
+        if nets[a].overlaps(nets[b]):
+            out.append(f"{where}: network.{a}: {nets[a]} overlaps network.{b} {nets[b]}")
+    if "node_cidr" in nets and nets["node_cidr"].prefixlen > 24:
+        out.append(f"{where}: network.node_cidr: {nets['node_cidr']} is too small: nodes use host numbers "
+                   f".{VIP_HOST}-.{WORKER_FIRST + WORKER_MAX - 1}, so the prefix must be /24 or shorter")
+    if "service_cidr" in nets and not 12 <= nets["service_cidr"].prefixlen <= 24:
+        out.append(f"{where}: network.service_cidr: {nets['service_cidr']}: the prefix must be between /12 "
+                   "(the largest range kube-apiserver accepts) and /24")
+    if "pod_cidr" in nets:
+        pods, per_node = nets["pod_cidr"], net["pod_cidr_node_prefix"]
+        if per_node <= pods.prefixlen:
+            out.append(f"{where}: network.pod_cidr_node_prefix: /{per_node} must be longer than the prefix of "
+                       f"network.pod_cidr {pods} (each node gets a part of it)")
+        else:
+            room = 2 ** (per_node - pods.prefixlen)
+            for name, counts in (profiles or {}).items():
+                if (total := counts["control_plane"] + counts["workers"]) > room:
+                    out.append(f"{where}: network.pod_cidr_node_prefix: {pods} holds {room} /{per_node} subnets, "
+                               f"too few for the {total} nodes of profiles.{name}")
+    return out
+
+
+def _check_artifacts(artifacts: dict, where: str) -> list[str]:
+    mirror = artifacts.get("mirror") or ""
+    parts = urlsplit(mirror)
+    if mirror and not (parts.scheme in ("http", "https") and parts.netloc):
+        return [f"{where}: artifacts.mirror: {mirror!r} is not an http(s) URL"]
+    if not mirror and artifacts["source"] == "mirror":
+        return [f"{where}: artifacts.mirror: must be an http(s) URL when artifacts.source is mirror (it is empty)"]
+    return []
+
+
+def _check_versions(doc: dict, where: str, problems: list[str]) -> dict[str, str]:
+    """Check the components and images the cluster needs; return every version (images as image_<id>)."""
+    versions: dict[str, str] = {}
+    for section, prefix, needed in (("components", "", COMPONENTS), ("images", "image_", IMAGES)):
+        entries = doc.get(section)
+        if not isinstance(entries, dict):
+            problems.append(f"{where}: {section} is missing")
+            continue
+        for name in needed:
+            version = entries[name].get("version") if isinstance(entries.get(name), dict) else None
+            if version is None or version == "":
+                problems.append(f"{where}: {section}.{name}.version is missing")
+            elif not isinstance(version, str):
+                problems.append(f"{where}: {section}.{name}.version: {version!r} must be a string (quote it)")
+        versions.update({prefix + name: e["version"] for name, e in entries.items()
+                         if isinstance(e, dict) and isinstance(e.get("version"), str) and e["version"]})
+    return versions
+
+
+# --------------------------------------------------------------------------
+# Resolution
+
+
+def _succeeds(cmd: list[str], timeout: float) -> bool:
+    try:
+        return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=timeout, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def detect_provider(*, which: Callable[[str], str | None] = shutil.which,
+                    exists: Callable[[str], bool] = os.path.exists,
+                    succeeds: Callable[[list[str], float], bool] = _succeeds) -> str:
+    """What provider "auto" means on this host: a hypervisor that works, else containers."""
+    if which("VBoxManage") and exists("/dev/vboxdrv"):
+        return "virtualbox"
+    # virsh alone proves nothing: libvirtd must answer (bounded, it can hang) and KVM must be there.
+    if which("virsh") and exists("/dev/kvm") and succeeds(["virsh", "-c", "qemu:///system", "version"], 5):
+        return "libvirt"
+    return "docker"
+
+
+def _choose(argument: str | None, env: str, from_file) -> tuple[str, str]:
+    """The effective value and, for messages, where it came from when not from the file."""
+    if argument:
+        return argument, " (override)"
+    if os.environ.get(env):
+        return os.environ[env], f" (from {env})"
+    return from_file, ""
+
+
+def _resolve(doc: dict, profile: str, provider: str, arch: str, versions: dict[str, str]) -> dict:
+    net, counts = doc["network"], doc["profiles"][profile]
+    base = ipaddress.ip_network(net["node_cidr"]).network_address
+    pod_subnets = ipaddress.ip_network(net["pod_cidr"]).subnets(new_prefix=net["pod_cidr_node_prefix"])
+    nodes = [
+        {"name": f"{short}{i + 1}", "role": role, "ip": str(base + first + i), "etcd": role == "control_plane",
+         "pod_cidr": str(next(pod_subnets))}
+        for role, short, first, count in (("control_plane", "cp", CP_FIRST, counts["control_plane"]),
+                                          ("worker", "w", WORKER_FIRST, counts["workers"]))
+        for i in range(count)
+    ]
+    # Several API servers are reached through a load balancer on the VIP, on a port of its own;
+    # a single one is reached directly.
+    vip = str(base + VIP_HOST) if counts["control_plane"] > 1 else None
+    port = 8443 if vip else 6443
+    services = ipaddress.ip_network(net["service_cidr"])
+    state = Path(os.environ.get("K8S_LAB_STATE") or STATE_DIR).expanduser().absolute()
+    return {
+        **doc,
+        "profile": profile,
+        "provider": provider,
+        "arch": arch,
+        "box": doc["box"][arch],
+        "nodes": nodes,
+        "api": {"vip": vip, "port": port, "endpoint": f"https://{vip or nodes[0]['ip']}:{port}"},
+        "service_ip": str(services.network_address + 1),
+        "dns_ip": str(services.network_address + 10),
+        "state_dir": str(state),
+        "versions": versions,
+    }
+
+
+def load(path: str | Path | None = None, profile: str | None = None, provider: str | None = None, *,
+         versions_path: str | Path = VERSIONS_FILE, detect: Callable[[], str] | None = None) -> dict:
+    """The validated, resolved settings; raises SettingsError listing every problem.
+
+    ``path`` defaults to $K8S_LAB_SETTINGS, then settings.yml at the repository root.
+    ``profile``/``provider`` override the file, as do $K8S_LAB_PROFILE/$K8S_LAB_PROVIDER when the
+    arguments are None. ``detect`` (default detect_provider) is what provider "auto" resolves with.
+    """
+    path = Path(path or os.environ.get("K8S_LAB_SETTINGS") or SETTINGS_FILE)
+    versions_path = Path(versions_path)
+    where, problems = _display(path), []
+    doc = _read_mapping(path, where, problems)
+    versions_doc = _read_mapping(versions_path, _display(versions_path), problems)
+    versions = _check_versions(versions_doc, _display(versions_path), problems) if versions_doc is not None else {}
+    arch = ARCHES.get(platform.machine())
+    if arch is None:
+        problems.append(f"host: unsupported architecture {platform.machine()!r} (the lab supports amd64 and arm64)")
+    if doc is None:
+        raise SettingsError(problems)
+
+    bad = _schema_problems(doc, where, problems)
+    profile, profile_from = _choose(profile, "K8S_LAB_PROFILE", doc.get("profile"))
+    provider, provider_from = _choose(provider, "K8S_LAB_PROVIDER", doc.get("provider"))
+    profiles = doc.get("profiles") if "profiles" not in bad else None
+    if profiles is not None and isinstance(profile, str) and profile not in profiles:
+        problems.append(f"{where}: profile: unknown profile {profile!r}{profile_from} "
+                        f"; defined: {', '.join(profiles)}")
+    if provider not in PROVIDERS and (provider_from or "provider" not in bad):
+        problems.append(f"{where}: provider: unknown provider {provider!r}{provider_from} "
+                        f"; allowed: {', '.join(PROVIDERS)}")
+    elif provider == "auto":
+        provider = (detect or detect_provider)()
+    if profiles is not None:
+        problems += _check_profiles(profiles, where)
+    if "node" not in bad:
+        cpus, memory = doc["node"]["cpus"], doc["node"]["memory_mb"]
+        if cpus < 1:
+            problems.append(f"{where}: node.cpus: {cpus}: at least 1 is needed")
+        elif cpus < MIN_VM_CPUS and provider in VM_PROVIDERS:
+            problems.append(f"{where}: node.cpus: {cpus} is too few for provider {provider}: "
+                            f"a control-plane VM needs at least {MIN_VM_CPUS}")
+        if memory < MIN_MEMORY_MB:
+            problems.append(f"{where}: node.memory_mb: {memory} is too little memory (minimum {MIN_MEMORY_MB})")
+    if "network" not in bad:
+        problems += _check_network(doc["network"], profiles, where)
+    if "artifacts" not in bad:
+        problems += _check_artifacts(doc["artifacts"], where)
+    if problems:
+        raise SettingsError(problems)
+    return _resolve(doc, profile, provider, arch, versions)
+
+
+# --------------------------------------------------------------------------
+# Command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m tools.settings", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("check", "resolve"),
+                        help="check: validate and summarise; resolve: print the resolved settings as JSON")
+    parser.add_argument("--profile", help="override the profile (default: $K8S_LAB_PROFILE, then the file)")
+    parser.add_argument("--provider", help="override the provider (default: $K8S_LAB_PROVIDER, then the file)")
+    parser.add_argument("--file", type=Path, help="the settings file (default: $K8S_LAB_SETTINGS, then settings.yml)")
+    args = parser.parse_args(argv)
+    try:
+        settings = load(args.file, args.profile, args.provider)
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.command == "resolve":
+        print(json.dumps(settings, indent=2))
+    else:
+        nodes = ", ".join(f"{n['name']} {n['ip']}" for n in settings["nodes"])
+        print(f"settings OK: profile {settings['profile']}, provider {settings['provider']}, "
+              f"{len(settings['nodes'])} nodes ({nodes}), API {settings['api']['endpoint']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
