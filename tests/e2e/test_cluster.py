@@ -1,0 +1,89 @@
+"""End to end: the whole cluster on the docker provider from the offline
+artifact cache, for both profiles: every node Ready, every kube-system pod
+Running, the smoke playbook passes, and a second provision changes nothing.
+
+One cluster per profile, shared by every test of that profile."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tools import artifacts as A
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def make(target: str, profile: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PROFILE=profile, PROVIDER="docker")
+    started = time.monotonic()
+    proc = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    print(f"make {target} PROFILE={profile}: rc={proc.returncode} in {time.monotonic() - started:.0f}s")
+    if check and proc.returncode != 0:
+        pytest.fail(f"make {target} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def recap(output: str) -> dict[str, dict[str, int]]:
+    return {m[0]: {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])}
+            for m in RECAP.findall(output)}
+
+
+def kubectl(*args: str) -> str:
+    kubeconfig = ROOT / ".lab/admin.kubeconfig"
+    kubectl_art = next(a for a in A.plan(A.load_versions(), A.host_arch()) if a.id == "kubectl")
+    kubectl_bin = A.default_cache() / kubectl_art.relpath
+    return subprocess.run([str(kubectl_bin), f"--kubeconfig={kubeconfig}", *args], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+
+
+@pytest.fixture(scope="module", params=["default", "ha"])
+def cluster(request):
+    profile = request.param
+    make("down", profile, timeout=300, check=False)
+    try:
+        up = make("up", profile, timeout=1500)
+        yield profile, up
+    finally:
+        make("down", profile, timeout=300, check=False)
+
+
+def test_all_nodes_ready_and_system_pods_running(cluster):
+    profile, up = cluster
+    assert not [h for h, r in recap(up.stdout).items() if r["failed"] or r["unreachable"]], up.stdout[-4000:]
+    nodes = json.loads(kubectl("get", "nodes", "-o", "json"))["items"]
+    names = sorted(n["metadata"]["name"] for n in nodes)
+    expected = ["cp1", "w1", "w2"] if profile == "default" else ["cp1", "cp2", "cp3", "w1", "w2"]
+    assert names == expected
+    for node in nodes:
+        ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
+        assert ready == "True", f"{node['metadata']['name']} not Ready"
+    pods = json.loads(kubectl("get", "pods", "-n", "kube-system", "-o", "json"))["items"]
+    assert pods, "no kube-system pods"
+    assert all(p["status"]["phase"] == "Running" for p in pods), [p["metadata"]["name"] for p in pods]
+    print(kubectl("get", "nodes", "-o", "wide"))
+
+
+def test_smoke_playbook_passes(cluster):
+    profile, _ = cluster
+    smoke = make("smoke", profile, timeout=600)
+    assert recap(smoke.stdout)["localhost"]["failed"] == 0
+
+
+def test_second_provision_changes_nothing(cluster):
+    profile, _ = cluster
+    again = make("provision", profile, timeout=600)
+    result = recap(again.stdout)
+    assert result, again.stdout[-3000:]
+    changed = {host: r["changed"] for host, r in result.items() if r["changed"]}
+    assert not changed, f"second run changed something: {changed}\n{again.stdout[-6000:]}"
