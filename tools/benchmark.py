@@ -1,0 +1,92 @@
+"""Measure the lab: warm artifact check, node image, bring-up per phase,
+re-run, smoke, and the running cluster's memory. A benchmark, not a test:
+it prints figures and exits 0 unless a step fails.
+
+Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--json FILE]
+
+Destroys any running lab first (make down) and, unless --keep, at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ["nodes", "pki", "control_plane", "workers", "addons"]
+
+
+def run(cmd: list[str], env: dict, label: str, results: dict) -> str:
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.monotonic() - started
+    results[label] = round(elapsed, 1)
+    print(f"{label:32} {elapsed:7.1f} s", flush=True)
+    if proc.returncode != 0:
+        print(proc.stdout[-4000:], proc.stderr[-2000:], file=sys.stderr)
+        raise SystemExit(f"benchmark: {label} failed")
+    return proc.stdout
+
+
+def memory_mib() -> dict[str, float]:
+    """Memory used by each lab node container (docker stats), MiB."""
+    out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}"],
+                         capture_output=True, text=True, check=True).stdout
+    usage = {}
+    for line in out.splitlines():
+        name, mem = line.split(" ", 1)
+        if not name.startswith("k8s-arch-lab-"):
+            continue
+        value, unit = re.match(r"([\d.]+)\s*([KMG]i?B)", mem).groups()
+        factor = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "kB": 1 / 1024, "MB": 1, "GB": 1024}[unit]
+        usage[name.removeprefix("k8s-arch-lab-")] = round(float(value) * factor, 1)
+    return usage
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", default="default", choices=["default", "ha"])
+    parser.add_argument("--keep", action="store_true", help="leave the cluster running")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+    env = dict(os.environ, PROFILE=args.profile, PROVIDER="docker", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    venv = ROOT / ".venv/bin"
+    env["PATH"] = f"{venv}:{env['PATH']}"
+    playbook = [str(venv / "ansible-playbook"), "-i", "inventory"]
+    results: dict = {"profile": args.profile}
+
+    print(f"k8s-arch-lab benchmark, profile {args.profile}, {os.cpu_count()} cores")
+    run(["make", "--no-print-directory", "deps"], env, "make deps (warm)", results)
+    run(["make", "--no-print-directory", "artifacts"], env, "make artifacts (warm)", results)
+    run(["make", "--no-print-directory", "node-image"], env, "make node-image (warm)", results)
+    run(["make", "--no-print-directory", "down"], env, "make down (before)", results)
+    started = time.monotonic()
+    run(["vagrant", "up", "--no-parallel", "--no-provision"], env, "machines up (vagrant)", results)
+    for layer in LAYERS:
+        run(playbook + [f"playbooks/{layer}.yml"], env, f"playbook {layer}", results)
+    results["bring-up total (to all nodes Ready)"] = round(time.monotonic() - started, 1)
+    print(f"{'bring-up total':32} {results['bring-up total (to all nodes Ready)']:7.1f} s")
+    rerun = run(playbook + ["playbooks/site.yml"], env, "re-run site.yml", results)
+    changed = sum(int(c) for c in re.findall(r"changed=(\d+)", rerun))
+    results["re-run changed"] = changed
+    print(f"{'re-run changed tasks':32} {changed:7d}")
+    run(playbook + ["playbooks/smoke.yml"], env, "smoke playbook", results)
+    mem = memory_mib()
+    results["memory MiB per node"] = mem
+    results["memory MiB total"] = round(sum(mem.values()), 1)
+    print(f"{'cluster memory':32} {results['memory MiB total']:7.1f} MiB  {mem}")
+    if not args.keep:
+        run(["make", "--no-print-directory", "down"], env, "make down", results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
