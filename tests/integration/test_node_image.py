@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,9 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def ansible(*args: str, inventory: Path, key: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     return subprocess.run(
-        ["ansible", "all", "-i", str(inventory), "--private-key", str(key), *args],
+        [str(Path(sys.executable).parent / "ansible"), "all", "-i", str(inventory), "--private-key", str(key), *args],
         capture_output=True, text=True, env=env, timeout=180, check=False,
     )
 
@@ -98,12 +100,12 @@ def test_containerd_and_runc_from_the_cache_run_the_test_image(cluster, cache):
     def push(art_id: str, dest: str) -> None:
         nodes.docker("cp", str(cache / items[art_id].relpath), f"{node.name}:{dest}")
 
-    push("containerd", "/tmp/containerd.tar.gz")
+    push("containerd", "/var/tmp/containerd.tar.gz")
     push("runc", "/usr/local/sbin/runc")
-    push("image/pause", "/tmp/pause.tar")
-    push("image/echo", "/tmp/echo.tar")
+    push("image/pause", "/var/tmp/pause.tar")
+    push("image/echo", "/var/tmp/echo.tar")
     node.exec("chmod", "0755", "/usr/local/sbin/runc")
-    node.exec("tar", "-C", "/usr/local", "-xzf", "/tmp/containerd.tar.gz")
+    node.exec("tar", "-C", "/usr/local", "-xzf", "/var/tmp/containerd.tar.gz")
 
     versions = A.load_versions()["components"]
     assert versions["containerd"]["version"] in node.exec("containerd", "--version")
@@ -118,7 +120,7 @@ def test_containerd_and_runc_from_the_cache_run_the_test_image(cluster, cache):
 
     pause = A.load_versions()["images"]["pause"]
     echo = A.load_versions()["images"]["echo"]
-    for tarball in ("/tmp/pause.tar", "/tmp/echo.tar"):
+    for tarball in ("/var/tmp/pause.tar", "/var/tmp/echo.tar"):
         node.exec("ctr", "-n", "k8s.io", "images", "import", tarball)
     images = node.exec("ctr", "-n", "k8s.io", "images", "ls", "-q")
     print(images)
