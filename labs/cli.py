@@ -1,19 +1,185 @@
-"""The `lab` command."""
+"""The `lab` command: list, show and run the checks of the lab's claims."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from labs import __version__
+from labs.core import (
+    RESTORER,
+    CheckFailed,
+    CheckSkipped,
+    Evidence,
+    Lab,
+    LabError,
+    Result,
+    install_signal_handlers,
+    load_checks,
+)
+
+COLORS = {"passed": "\033[32m", "failed": "\033[31m", "error": "\033[31m", "skipped": "\033[33m"}
+
+
+def paint(status: str, text: str, tty: bool) -> str:
+    return f"{COLORS[status]}{text}\033[0m" if tty else text
+
+
+def run_check(lab: Lab, chk, tty: bool) -> Result:
+    ev = Evidence(progress=lambda line: print(f"    … {line}", flush=True))
+    started = time.monotonic()
+    status, message = "passed", ""
+    try:
+        chk.func(lab, ev)
+    except CheckSkipped as exc:
+        status, message = "skipped", str(exc)
+    except CheckFailed as exc:
+        status, message = "failed", str(exc)
+    except KeyboardInterrupt:
+        RESTORER.run_all(log=ev.add)
+        raise
+    except Exception as exc:  # noqa: BLE001 - one broken check must not hide the others
+        status, message = "error", f"{type(exc).__name__}: {exc}"
+    finally:
+        errors = RESTORER.run_all(log=ev.add)
+    if errors:
+        status, message = "error", f"{message}; could not restore: {'; '.join(errors)}".lstrip("; ")
+    if chk.disruptive and status != "skipped":
+        try:
+            lab.wait_healthy(timeout=180, ev=ev)
+        except CheckFailed as exc:
+            status, message = "error", f"{message}; cluster not healthy after the check: {exc}".lstrip("; ")
+    return Result(chk.id, chk.title, status, ev.lines, message, round(time.monotonic() - started, 1), chk.disruptive)
+
+
+def print_result(res: Result, tty: bool) -> None:
+    head = paint(res.status, res.status.upper(), tty)
+    print(f"{head:>8}  {res.id} {res.title} ({res.seconds:.1f}s)")
+    for line in res.evidence:
+        print(f"          {line}")
+    if res.message and res.status != "passed":
+        print(f"          → {res.message}")
+    print()
+
+
+def write_reports(results: list[Result], args) -> None:
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
+    if args.junit:
+        suite = ET.Element("testsuite", name="k8s-arch-lab", tests=str(len(results)),
+                           failures=str(sum(r.status == "failed" for r in results)),
+                           errors=str(sum(r.status == "error" for r in results)),
+                           skipped=str(sum(r.status == "skipped" for r in results)))
+        for r in results:
+            case = ET.SubElement(suite, "testcase", classname="lab", name=f"{r.id} {r.title}", time=str(r.seconds))
+            if r.status in ("failed", "error"):
+                ET.SubElement(case, "failure" if r.status == "failed" else "error", message=r.message).text = \
+                    "\n".join(r.evidence)
+            elif r.status == "skipped":
+                ET.SubElement(case, "skipped", message=r.message)
+            ET.SubElement(case, "system-out").text = "\n".join(r.evidence)
+        ET.ElementTree(suite).write(args.junit, encoding="unicode", xml_declaration=True)
+    if args.markdown:
+        lines = ["# k8s-arch-lab check report", "", "| ID | claim | result | time |", "|---|---|---|---|"]
+        lines += [f"| {r.id} | {r.title} | {r.status} | {r.seconds:.1f}s |" for r in results]
+        for r in results:
+            lines += ["", f"## {r.id} {r.title}: {r.status}", ""]
+            lines += [f"- {line}" for line in r.evidence]
+            if r.message and r.status != "passed":
+                lines += ["", f"**{r.message}**"]
+        Path(args.markdown).write_text("\n".join(lines) + "\n")
+
+
+def cmd_list(checks) -> int:
+    print(f"{'ID':4} {'kind':8} title")
+    for chk in checks.values():
+        print(f"{chk.id:4} {'disrupt' if chk.disruptive else 'observe':8} {chk.title}")
+    return 0
+
+
+def cmd_show(checks, ident: str) -> int:
+    chk = checks[ident]
+    print(f"{chk.id}: {chk.title}\n")
+    print(f"Claim: {chk.claim}")
+    print(f"Course texts: {', '.join(chk.texts)} (../shared/seeds/)")
+    print(f"Kind: {'disruptive (stops something, then restores it)' if chk.disruptive else 'observation only'}\n")
+    print("See it yourself:")
+    for line in chk.see:
+        print(f"  $ {line}")
+    print(f"\nWhat the check does: {chk.does}")
+    page = Path(__file__).resolve().parent.parent / "docs/labs" / f"{chk.id}.md"
+    if page.exists():
+        print(f"\nMore: {page}")
+    return 0
+
+
+def cmd_check(checks, args) -> int:
+    selected = list(checks) if args.all else args.ids
+    if not selected:
+        raise LabError("name the checks to run (e.g. `lab check C01 C16`) or use --all; `lab list` shows them.")
+    if args.no_disruptive:
+        selected = [i for i in selected if not checks[i].disruptive]
+    lab = Lab(args.kubeconfig, args.inventory)
+    version = lab.ping()
+    tty = sys.stdout.isatty()
+    install_signal_handlers()
+    print(f"cluster {lab.server} ({version}), {len(lab.nodes)} nodes: {', '.join(lab.nodes)}\n")
+    results = []
+    started = time.monotonic()
+    for ident in selected:
+        chk = checks[ident]
+        print(f"  ▶ {chk.id} {chk.title}{' [disruptive]' if chk.disruptive else ''}", flush=True)
+        res = run_check(lab, chk, tty)
+        results.append(res)
+        print_result(res, tty)
+    write_reports(results, args)
+    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
+    failed = counts["failed"] + counts["error"]
+    print(f"{counts['passed']} passed, {failed} failed, {counts['skipped']} skipped "
+          f"in {time.monotonic() - started:.0f}s")
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lab", description="Check, claim by claim, how Kubernetes is built.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the checks: ID, kind (observe/disrupt), title")
+    show = sub.add_parser("show", help="a check's claim, source text, how to see it yourself")
+    show.add_argument("id")
+    run = sub.add_parser("check", help="run checks against the live cluster")
+    run.add_argument("ids", nargs="*", metavar="ID")
+    run.add_argument("--all", action="store_true", help="every check")
+    run.add_argument("--no-disruptive", action="store_true", help="leave out checks that stop components")
+    run.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: $KUBECONFIG or .lab/admin.kubeconfig)")
+    run.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
+    run.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report")
+    args = parser.parse_args(argv)
+    checks = load_checks()
+    try:
+        wanted = [args.id] if args.command == "show" else (args.ids if args.command == "check" else [])
+        unknown = [i for i in wanted if i.upper() not in checks]
+        if unknown:
+            raise LabError(f"unknown check {', '.join(unknown)}: `lab list` shows the {len(checks)} checks "
+                           f"({', '.join(checks)}).")
+        if args.command == "list":
+            return cmd_list(checks)
+        if args.command == "show":
+            return cmd_show(checks, args.id.upper())
+        args.ids = [i.upper() for i in args.ids]
+        return cmd_check(checks, args)
+    except LabError as exc:
+        print(f"lab: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nlab: interrupted; what the checks changed has been restored.", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

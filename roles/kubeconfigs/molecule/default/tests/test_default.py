@@ -31,12 +31,12 @@ def test_one_kubeconfig_per_identity_readable_by_its_owner_only():
 
 
 def test_each_kubeconfig_names_its_user_server_ca_and_certificate():
-    ca = (STATE / "pki" / "ca.crt").read_bytes()
+    ca = (STATE / "pki" / "ca.crt").read_bytes().strip()
     for path, (user, server) in EXPECTED.items():
         config = yaml.safe_load(path.read_text())
         cluster = config["clusters"][0]["cluster"]
         assert cluster["server"] == server, path.name
-        assert base64.b64decode(cluster["certificate-authority-data"]) == ca, path.name
+        assert base64.b64decode(cluster["certificate-authority-data"]).strip() == ca, path.name
         assert config["users"][0]["name"] == user, path.name
         certificate = base64.b64decode(config["users"][0]["user"]["client-certificate-data"]).decode()
         assert certificate.startswith("-----BEGIN CERTIFICATE-----"), path.name

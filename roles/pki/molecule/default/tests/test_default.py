@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 from cryptography import x509
+from cryptography.x509.oid import NameOID
 
 PKI = Path(os.environ["K8S_LAB_STATE_DIR"]) / "pki"
 PLATFORMS = yaml.safe_load(Path(os.environ["MOLECULE_FILE"]).read_text())["platforms"]
@@ -44,7 +45,9 @@ def test_each_identity_is_signed_by_its_ca():
         cert(name).verify_directly_issued_by(etcd_ca)
     for node in NODES:
         cert(f"kubelet-{node}").verify_directly_issued_by(ca)
-        assert cert(f"kubelet-{node}").subject.rfc4514_string() == f"O=system:nodes,CN=system:node:{node}"
+        subject = cert(f"kubelet-{node}").subject
+        assert subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == f"system:node:{node}"
+        assert subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)[0].value == "system:nodes"
         assert (PKI / f"etcd-server-{node}.crt").exists() == (node in ETCD), node
     for node in ETCD:
         cert(f"etcd-server-{node}").verify_directly_issued_by(etcd_ca)

@@ -1,0 +1,1 @@
+"""One module per claim of ../shared/claims.md; each registers itself with @check."""

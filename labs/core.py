@@ -1,0 +1,371 @@
+"""The plumbing every check shares: cluster access (the official client with
+the admin kubeconfig), node access (testinfra over the same Ansible inventory
+the playbooks use), bounded waiting, evidence, and restoring the cluster.
+
+A check module stays about its claim:
+
+    @check("C16", "kubelet runs on every node and registers it", claim=..., texts=[...], ...)
+    def run(lab: Lab, ev: Evidence) -> None:
+        ...observe...
+        ev.expect(condition, "what was seen")      # fails the check when False
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_KUBECONFIG = ROOT / ".lab/admin.kubeconfig"
+DEFAULT_INVENTORY = ROOT / "inventory"
+LAB_LABEL = "k8s-arch-lab/check"
+
+
+class LabError(Exception):
+    """Bad input or an unusable cluster: reported as one paragraph, exit 2."""
+
+
+class CheckFailed(Exception):
+    """The claim does not hold on this cluster."""
+
+
+class CheckSkipped(Exception):
+    """The cluster lacks the topology the claim needs."""
+
+
+# --------------------------------------------------------------------------
+# Checks and their registry
+
+
+@dataclass
+class Check:
+    id: str
+    title: str
+    claim: str
+    texts: list[str]
+    disruptive: bool
+    see: list[str]
+    does: str
+    func: Callable
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def check(id: str, title: str, *, claim: str, texts: list[str], see: list[str], does: str,
+          disruptive: bool = False):
+    """Register a check function ``func(lab, ev)``."""
+
+    def register(func: Callable) -> Callable:
+        REGISTRY[id] = Check(id, title, claim, texts, disruptive, see, does, func)
+        return func
+
+    return register
+
+
+def load_checks() -> dict[str, Check]:
+    import importlib
+    import pkgutil
+
+    from labs import checks
+
+    for mod in pkgutil.iter_modules(checks.__path__):
+        importlib.import_module(f"labs.checks.{mod.name}")
+    return dict(sorted(REGISTRY.items()))
+
+
+@dataclass
+class Evidence:
+    """What a check looked at and saw; printed as the learner's notes."""
+
+    lines: list[str] = field(default_factory=list)
+    progress: Callable[[str], None] | None = None
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def step(self, line: str) -> None:
+        """Progress of a long check (shown while it runs, kept as evidence)."""
+        self.add(line)
+        if self.progress:
+            self.progress(line)
+
+    def expect(self, condition: bool, seen: str, failure: str | None = None) -> None:
+        if condition:
+            self.add(f"ok: {seen}")
+            return
+        self.add(f"NOT: {failure or seen}")
+        raise CheckFailed(failure or seen)
+
+
+@dataclass
+class Result:
+    id: str
+    title: str
+    status: str  # passed | failed | skipped | error
+    evidence: list[str]
+    message: str
+    seconds: float
+    disruptive: bool
+
+
+# --------------------------------------------------------------------------
+# Restoring what checks change, even on failure or Ctrl-C
+
+
+class Restorer:
+    """A stack of undo actions, run at the end of a check, at exit and on SIGINT/SIGTERM."""
+
+    def __init__(self) -> None:
+        self.actions: list[tuple[str, Callable[[], None]]] = []
+        atexit.register(self.run_all)
+
+    def push(self, what: str, action: Callable[[], None]) -> None:
+        self.actions.append((what, action))
+
+    def run_all(self, log: Callable[[str], None] | None = None) -> list[str]:
+        errors = []
+        while self.actions:
+            what, action = self.actions.pop()
+            try:
+                action()
+                if log:
+                    log(f"restored: {what}")
+            except Exception as exc:  # noqa: BLE001 - every undo must get its chance
+                errors.append(f"{what}: {exc}")
+        return errors
+
+
+RESTORER = Restorer()
+
+
+def _on_signal(signum, _frame):
+    RESTORER.run_all()
+    raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+
+def install_signal_handlers() -> None:
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+
+# --------------------------------------------------------------------------
+# The lab: cluster and nodes
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 1.0):
+    """Poll ``predicate`` until it returns something truthy; bounded by ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last_exc: Exception | None = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - the cluster may be recovering
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_exc})" if last_exc else ""
+            raise CheckFailed(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
+        time.sleep(interval)
+
+
+class Lab:
+    """Access to the cluster (API) and to its machines (inventory)."""
+
+    def __init__(self, kubeconfig: Path | None = None, inventory: Path | None = None) -> None:
+        self.kubeconfig = Path(kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG)
+        self.inventory = Path(inventory or os.environ.get("K8S_LAB_INVENTORY") or DEFAULT_INVENTORY)
+        if not self.kubeconfig.is_file():
+            raise LabError(
+                f"no kubeconfig at {self.kubeconfig}. Bring the lab up first (`make up`, which writes "
+                ".lab/admin.kubeconfig), or point --kubeconfig / KUBECONFIG at the admin kubeconfig of your cluster."
+            )
+        if not self.inventory.exists():
+            raise LabError(
+                f"no Ansible inventory at {self.inventory}. Run `lab` from the k8s-arch-lab checkout, or pass "
+                "--inventory (or K8S_LAB_INVENTORY) with the inventory the playbooks used."
+            )
+        from kubernetes import client, config
+
+        try:
+            self.api_client = config.new_client_from_config(config_file=str(self.kubeconfig))
+        except Exception as exc:  # noqa: BLE001 - any parse problem is the user's input
+            raise LabError(f"cannot use the kubeconfig {self.kubeconfig}: {exc}") from exc
+        self.core = client.CoreV1Api(self.api_client)
+        self.apps = client.AppsV1Api(self.api_client)
+        self.coordination = client.CoordinationV1Api(self.api_client)
+        self.rbac = client.RbacAuthorizationV1Api(self.api_client)
+        self.server = self.api_client.configuration.host
+        self._groups: dict[str, list[str]] | None = None
+        self._hosts: dict = {}
+
+    # ---- reachability ----------------------------------------------------
+
+    def ping(self, timeout: float = 5.0) -> str:
+        from kubernetes import client
+
+        try:
+            info = client.VersionApi(self.api_client).get_code(_request_timeout=timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise LabError(
+                f"the API server at {self.server} does not answer ({type(exc).__name__}). Is the cluster up? "
+                "`make up` brings it up; `vagrant status` shows the machines; with the cluster running, check "
+                "that this host reaches the node network."
+            ) from exc
+        return info.git_version
+
+    # ---- nodes -----------------------------------------------------------
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        if self._groups is None:
+            out = subprocess.run(["ansible-inventory", "-i", str(self.inventory), "--list"], capture_output=True,
+                                 text=True, timeout=60, check=False, env=self._ansible_env())
+            if out.returncode != 0:
+                raise LabError(f"cannot read the inventory {self.inventory}: {out.stderr.strip()[-500:]}")
+            data = json.loads(out.stdout)
+            self._groups = {g: v.get("hosts", []) for g, v in data.items() if isinstance(v, dict)}
+            self._groups["k8s_cluster"] = sorted(set(self._groups.get("control_plane", []))
+                                                | set(self._groups.get("workers", [])))
+            self._hostvars = data.get("_meta", {}).get("hostvars", {})
+        return self._groups
+
+    def hostvar(self, host: str, name: str, default=None):
+        self.groups  # noqa: B018 - loads the inventory
+        return self._hostvars.get(host, {}).get(name, default)
+
+    @property
+    def control_plane(self) -> list[str]:
+        return self.groups.get("control_plane", [])
+
+    @property
+    def workers(self) -> list[str]:
+        return self.groups.get("workers", [])
+
+    @property
+    def nodes(self) -> list[str]:
+        return self.groups["k8s_cluster"]
+
+    def _ansible_env(self) -> dict:
+        env = dict(os.environ)
+        env.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+        return env
+
+    def host(self, name: str):
+        """A testinfra host for an inventory machine (SSH, as the playbooks reach it)."""
+        if name not in self._hosts:
+            import testinfra
+
+            os.environ.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+            self._hosts[name] = testinfra.get_host(f"ansible://{name}", ansible_inventory=str(self.inventory))
+        return self._hosts[name]
+
+    def sh(self, node: str, command: str, check: bool = True) -> str:
+        """Run a shell command as root on a node; its stdout (stripped)."""
+        result = self.host(node).run(command)
+        if check and result.rc != 0:
+            raise CheckFailed(f"{node}: `{command}` exited {result.rc}: {result.stderr.strip()[-300:]}")
+        return result.stdout.strip()
+
+    def etcdctl(self, args: str, node: str | None = None) -> str:
+        node = node or self.control_plane[0]
+        return self.sh(node, f". /etc/etcd/etcdctl.env && etcdctl {args}")
+
+    def unit_arg(self, node: str, unit: str, flag: str) -> str | None:
+        """The value of ``--flag`` in a systemd unit's command line."""
+        text = self.sh(node, f"systemctl cat {unit} 2>/dev/null || true", check=False)
+        match = re.search(rf"--{re.escape(flag)}=(\S+)", text)
+        return match.group(1) if match else None
+
+    # ---- disruption with guaranteed restore ---------------------------------
+
+    def stop_unit(self, node: str, unit: str, ev: Evidence) -> None:
+        """Stop a unit and make sure it is started again, whatever happens."""
+        RESTORER.push(f"start {unit} on {node}", lambda: self.sh(node, f"systemctl start {unit}"))
+        self.sh(node, f"systemctl stop {unit}")
+        ev.step(f"stopped {unit} on {node}")
+
+    def start_unit(self, node: str, unit: str, ev: Evidence) -> None:
+        self.sh(node, f"systemctl start {unit}")
+        ev.step(f"started {unit} on {node}")
+
+    # ---- scratch namespace -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def namespace(self, check_id: str) -> Iterator[str]:
+        """A namespace for the check's objects, deleted at the end (pass, fail or Ctrl-C)."""
+        from kubernetes import client
+
+        name = f"lab-{check_id.lower()}-{uuid.uuid4().hex[:5]}"
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+            name=name, labels={LAB_LABEL: check_id})))
+        RESTORER.push(f"delete namespace {name}", lambda: self.delete_namespace(name))
+        try:
+            yield name
+        finally:
+            pass  # deleted by the restorer at the end of the check
+
+    def delete_namespace(self, name: str) -> None:
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.core.delete_namespace(name, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    # ---- cluster health ------------------------------------------------------------
+
+    def ready_nodes(self) -> list[str]:
+        ready = []
+        for node in self.core.list_node().items:
+            conditions = {c.type: c.status for c in node.status.conditions or []}
+            if conditions.get("Ready") == "True":
+                ready.append(node.metadata.name)
+        return sorted(ready)
+
+    def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
+        """Every inventory node Ready and the API answering (bounded)."""
+        want = sorted(self.nodes)
+        wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 2)
+        if ev:
+            ev.step(f"cluster healthy again: {', '.join(want)} Ready")
+
+    def node_monitor_grace(self) -> float:
+        """Seconds the node controller waits before marking a silent node (controller-manager flag)."""
+        value = self.unit_arg(self.control_plane[0], "kube-controller-manager", "node-monitor-grace-period") or "50s"
+        return parse_duration(value)
+
+
+def parse_duration(text: str) -> float:
+    total = 0.0
+    for number, unit in re.findall(r"([\d.]+)(ms|s|m|h)", text):
+        total += float(number) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+    return total
+
+
+def pod_manifest(name: str, image: str, **spec) -> dict:
+    """A small pod of the lab's test image."""
+    container = {"name": "main", "image": image, "imagePullPolicy": "IfNotPresent",
+                 "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}
+    container.update(spec.pop("container", {}))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {"containers": [container], "terminationGracePeriodSeconds": 0, **spec}}
+
+
+def test_image() -> str:
+    import yaml
+
+    images = yaml.safe_load((ROOT / "versions.yml").read_text())["images"]
+    return f"{images['echo']['name']}:{images['echo']['version']}"
