@@ -133,6 +133,13 @@ class Restorer:
     def push(self, what: str, action: Callable[[], None]) -> None:
         self.actions.append((what, action))
 
+    def discard(self, what: str) -> None:
+        """Forget an undo action that the check already carried out itself."""
+        for i in range(len(self.actions) - 1, -1, -1):
+            if self.actions[i][0] == what:
+                del self.actions[i]
+                return
+
     def run_all(self, log: Callable[[str], None] | None = None) -> list[str]:
         errors = []
         while self.actions:
@@ -291,14 +298,38 @@ class Lab:
     # ---- disruption with guaranteed restore ---------------------------------
 
     def stop_unit(self, node: str, unit: str, ev: Evidence) -> None:
-        """Stop a unit and make sure it is started again, whatever happens."""
-        RESTORER.push(f"start {unit} on {node}", lambda: self.sh(node, f"systemctl start {unit}"))
+        """Stop a unit and make sure it is started again, whatever happens.
+
+        Starts are --no-block: an etcd member waits for its peers, so the
+        members of a stopped cluster must all be started before any is up."""
+        RESTORER.push(f"start {unit} on {node}", lambda: self.sh(node, f"systemctl start --no-block {unit}"))
         self.sh(node, f"systemctl stop {unit}")
         ev.step(f"stopped {unit} on {node}")
 
-    def start_unit(self, node: str, unit: str, ev: Evidence) -> None:
-        self.sh(node, f"systemctl start {unit}")
-        ev.step(f"started {unit} on {node}")
+    def stop_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
+        for node in nodes:
+            for unit in units:
+                self.stop_unit(node, unit, ev)
+
+    def start_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
+        """Start units (in reverse order of stopping) and drop their pending restore."""
+        for node in nodes:
+            for unit in reversed(units):
+                self.sh(node, f"systemctl start --no-block {unit}")
+                RESTORER.discard(f"start {unit} on {node}")
+            ev.step(f"started {', '.join(reversed(units))} on {node}")
+
+    def api_writes(self, ns: str, name: str, timeout: float = 8.0) -> str | None:
+        """Try to create a ConfigMap; None when it worked, else the error."""
+        from kubernetes import client
+
+        try:
+            self.core.create_namespaced_config_map(
+                ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data={"written": "yes"}),
+                _request_timeout=timeout)
+            return None
+        except Exception as exc:  # noqa: BLE001 - any failure is the observation
+            return f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
 
     # ---- scratch namespace -------------------------------------------------------
 
@@ -316,14 +347,19 @@ class Lab:
         finally:
             pass  # deleted by the restorer at the end of the check
 
-    def delete_namespace(self, name: str) -> None:
+    def delete_namespace(self, name: str, timeout: float = 180) -> None:
+        """Delete a namespace; waits (bounded) for an API server that is still coming back."""
         from kubernetes.client.rest import ApiException
 
-        try:
-            self.core.delete_namespace(name, grace_period_seconds=0)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        def delete() -> bool:
+            try:
+                self.core.delete_namespace(name, grace_period_seconds=0, _request_timeout=10)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+            return True
+
+        wait_for(delete, timeout, f"the API server to delete namespace {name}", 2)
 
     # ---- cluster health ------------------------------------------------------------
 

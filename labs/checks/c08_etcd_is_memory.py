@@ -1,0 +1,31 @@
+from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
+
+
+@check(
+    "C08", "etcd is the cluster's memory: nothing works without it, nothing is lost when it returns",
+    claim="etcd is the cluster's memory: without it the cluster cannot work, and nothing is lost when it returns.",
+    texts=["001"],
+    see=["ssh cp1 systemctl stop etcd   # on every etcd member", "kubectl create configmap x  # fails",
+         "curl http://<pod-ip>:8080/     # from a worker: still answers", "ssh cp1 systemctl start etcd"],
+    does="Creates a ConfigMap and a pod, stops etcd on every member, tries an API write (it fails) and calls the "
+         "pod from a worker (it answers), starts etcd again and finds the ConfigMap intact.",
+    disruptive=True,
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    etcd = lab.groups["etcd"]
+    with lab.namespace("C08") as ns:
+        ev.expect(lab.api_writes(ns, "before") is None, "wrote ConfigMap 'before' through the API")
+        lab.core.create_namespaced_pod(ns, pod_manifest("web", test_image()))
+        pod = wait_for(lambda: (p := lab.core.read_namespaced_pod("web", ns)).status.phase == "Running" and p, 90,
+                       "the pod to run")
+        ip, node = pod.status.pod_ip, pod.spec.node_name
+        lab.stop_units(etcd, ["etcd"], ev)
+        error = wait_for(lambda: lab.api_writes(ns, "during"), 60, "API writes to fail without etcd", 2)
+        ev.expect(True, f"with etcd stopped an API write fails: {error}")
+        answer = lab.sh(lab.workers[-1], f"curl -sS -m 5 http://{ip}:8080/", check=False)
+        ev.expect(answer.startswith("pod=web"), f"the running pod on {node} still answers: {answer}",
+                  f"the pod did not answer while etcd was down: {answer!r}")
+        lab.start_units(etcd, ["etcd"], ev)
+        kept = wait_for(lambda: lab.core.read_namespaced_config_map("before", ns, _request_timeout=5), 120,
+                        "the API to read again")
+        ev.expect(kept.data == {"written": "yes"}, "after etcd returned, ConfigMap 'before' is intact")

@@ -1,0 +1,36 @@
+from labs.core import CheckSkipped, Evidence, Lab, check, wait_for
+
+
+@check(
+    "C09", "etcd needs a majority: three members survive the loss of one, not of two",
+    claim="etcd is consistent and fault tolerant, and needs at least three members for that: three members "
+          "survive the loss of one; losing two of three stops writes.",
+    texts=["000"],
+    see=[". /etc/etcd/etcdctl.env; etcdctl member list -w table", "etcdctl endpoint health --cluster",
+         "ssh cp3 systemctl stop etcd; kubectl create configmap a  # works",
+         "ssh cp2 systemctl stop etcd; kubectl create configmap b  # fails"],
+    does="With three members: stops one, writes (succeeds), stops a second, writes (fails), starts both, and "
+         "finds three healthy members and the data written before. Skipped below three members.",
+    disruptive=True,
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    etcd = lab.groups["etcd"]
+    if len(etcd) < 3:
+        raise CheckSkipped(f"the cluster has {len(etcd)} etcd member(s); the claim needs three: "
+                           "bring the lab up with PROFILE=ha (settings.yml: profile: ha)")
+    members = lab.etcdctl("member list", node=etcd[0]).splitlines()
+    ev.add(f"etcd members: {len(members)}")
+    with lab.namespace("C09") as ns:
+        lab.stop_units([etcd[-1]], ["etcd"], ev)
+        error = wait_for(lambda: lab.api_writes(ns, "one-down") is None or None, 60, "a write with one member down")
+        ev.expect(error is True, "one of three down: the write succeeds")
+        lab.stop_units([etcd[-2]], ["etcd"], ev)
+        failure = wait_for(lambda: lab.api_writes(ns, "two-down"), 60, "writes to fail with two members down", 2)
+        ev.expect(True, f"two of three down: the write fails ({failure})")
+        lab.start_units([etcd[-2], etcd[-1]], ["etcd"], ev)
+        health = wait_for(lambda: lab.etcdctl("endpoint health --cluster", node=etcd[0]).count("is healthy") == 3
+                          and "3 healthy", 120, "three healthy members")
+        ev.expect(bool(health), "all three members healthy again")
+        kept = wait_for(lambda: lab.core.read_namespaced_config_map("one-down", ns, _request_timeout=5), 60,
+                        "the data written with one member down")
+        ev.expect(kept.data == {"written": "yes"}, "the write made with one member down is intact")

@@ -1,0 +1,36 @@
+from labs.core import Evidence, Lab, check, wait_for
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def condition(lab: Lab, name: str) -> str:
+    node = lab.core.read_node(name)
+    return {c.type: c.status for c in node.status.conditions}["Ready"]
+
+
+@check(
+    "C14", "The node controller notices a node that stops reporting",
+    claim="The node controller watches node health and reacts when a node stops reporting.",
+    texts=["001", "004"],
+    see=["ssh w2 systemctl stop kubelet", "kubectl get node w2 -w   # Ready -> Unknown after the grace period",
+         "kubectl describe node w2 | grep Taints", "ssh w2 systemctl start kubelet"],
+    does="Stops the kubelet on a worker, waits at most the controller manager's --node-monitor-grace-period (plus "
+         "the lease renewal margin) for Ready to turn Unknown/False and the unreachable taint to appear, then starts "
+         "the kubelet and waits for Ready.",
+    disruptive=True,
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    worker = lab.workers[-1]
+    grace = lab.node_monitor_grace()
+    ev.add(f"kube-controller-manager --node-monitor-grace-period: {grace:.0f}s")
+    ev.expect(condition(lab, worker) == "True", f"{worker} is Ready")
+    lab.stop_units([worker], ["kubelet"], ev)
+    status = wait_for(lambda: (s := condition(lab, worker)) != "True" and s, grace + 20,
+                      f"{worker} to be marked not Ready", 2)
+    ev.expect(status in ("Unknown", "False"), f"{worker} Ready={status} within the grace period")
+    taints = wait_for(lambda: [t.key for t in lab.core.read_node(worker).spec.taints or [] if t.key == UNREACHABLE],
+                      30, "the unreachable taint", 2)
+    ev.expect(bool(taints), f"{worker} tainted {UNREACHABLE}")
+    lab.start_units([worker], ["kubelet"], ev)
+    wait_for(lambda: condition(lab, worker) == "True", 90, f"{worker} Ready again", 2)
+    ev.expect(True, f"kubelet started: {worker} Ready again")

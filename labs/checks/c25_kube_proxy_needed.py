@@ -1,0 +1,35 @@
+from kubernetes import client
+
+from labs.core import Evidence, Lab, check, wait_for
+
+
+def has_rules(lab: Lab, node: str, ip: str) -> bool:
+    rules = lab.sh(node, "iptables-save -t nat 2>/dev/null; nft list ruleset 2>/dev/null; true", check=False)
+    return ip in rules
+
+
+@check(
+    "C25", "Without kube-proxy a node does not learn new Services",
+    claim="Without kube-proxy a node does not learn new Services.",
+    texts=["000", "004"],
+    see=["ssh w2 systemctl stop kube-proxy", "kubectl create service clusterip late --tcp=80:8080",
+         "ssh w2 iptables-save -t nat | grep <cluster-ip>   # nothing", "ssh w2 systemctl start kube-proxy"],
+    does="Stops kube-proxy on a worker, creates a Service, sees its ClusterIP in the rules of another node but not "
+         "of that worker; starts kube-proxy and sees the rules appear.",
+    disruptive=True,
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    worker, other = lab.workers[-1], lab.workers[0]
+    with lab.namespace("C25") as ns:
+        lab.stop_units([worker], ["kube-proxy"], ev)
+        svc = lab.core.create_namespaced_service(ns, client.V1Service(
+            metadata=client.V1ObjectMeta(name="late"),
+            spec=client.V1ServiceSpec(selector={"app": "none"}, ports=[client.V1ServicePort(port=80)])))
+        ip = svc.spec.cluster_ip
+        wait_for(lambda: has_rules(lab, other, ip), 30, f"rules for {ip} on {other}")
+        ev.expect(True, f"{other} (kube-proxy running) has rules for the new Service {ip}")
+        ev.expect(not has_rules(lab, worker, ip), f"{worker} (kube-proxy stopped) has no rule for {ip}",
+                  f"{worker} has rules for {ip} without kube-proxy")
+        lab.start_units([worker], ["kube-proxy"], ev)
+        wait_for(lambda: has_rules(lab, worker, ip), 60, f"rules for {ip} on {worker}")
+        ev.expect(True, f"kube-proxy started: {worker} has rules for {ip}")

@@ -1,0 +1,32 @@
+from labs.core import CheckSkipped, Evidence, Lab, check, wait_for
+
+UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", "haproxy", "keepalived"]
+
+
+@check(
+    "C28", "The control plane can be spread over several nodes for availability",
+    claim="The control plane can be spread over several nodes for availability.",
+    texts=["004"],
+    see=["kubectl config view --minify | grep server   # the shared API address", "ssh cp1 ip -4 addr | grep <vip>",
+         "ssh cp1 systemctl stop kube-apiserver etcd haproxy keepalived", "kubectl create configmap x  # still works"],
+    does="With several control-plane nodes: takes the one holding the shared API address out (all its control-plane "
+         "units and its load balancer), then reads and writes through the same address. Skipped with one "
+         "control-plane node.",
+    disruptive=True,
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    cps = lab.control_plane
+    if len(cps) < 2:
+        raise CheckSkipped(f"the cluster has {len(cps)} control-plane node; the claim needs several: bring the lab "
+                           "up with PROFILE=ha (settings.yml: profile: ha)")
+    vip = lab.server.split("//")[1].rsplit(":", 1)[0]
+    holder = next((n for n in cps if vip in lab.sh(n, "ip -4 -o addr show", check=False)), cps[0])
+    ev.add(f"the API address {lab.server} is held by {holder}")
+    with lab.namespace("C28") as ns:
+        lab.stop_units([holder], UNITS, ev)
+        error = wait_for(lambda: lab.api_writes(ns, "still-writable") is None or None, 60,
+                         f"a write through {lab.server} with {holder} down", 2)
+        ev.expect(error is True, f"{holder} down: the API still answers through {lab.server} and the write succeeds")
+        others = [n for n in cps if n != holder and vip in lab.sh(n, "ip -4 -o addr show", check=False)]
+        ev.add(f"the API address moved to {others[0] if others else '?'}")
+        lab.start_units([holder], UNITS, ev)
