@@ -7,13 +7,12 @@ One cluster per profile, shared by every test of that profile."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from conftest import make
 
 from tools import artifacts as A
 
@@ -21,17 +20,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-
-
-def make(target: str, profile: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PROFILE=profile, PROVIDER="docker")
-    started = time.monotonic()
-    proc = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
-    print(f"make {target} PROFILE={profile}: rc={proc.returncode} in {time.monotonic() - started:.0f}s")
-    if check and proc.returncode != 0:
-        pytest.fail(f"make {target} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
-    return proc
 
 
 def recap(output: str) -> dict[str, dict[str, int]]:
@@ -48,14 +36,8 @@ def kubectl(*args: str) -> str:
 
 
 @pytest.fixture(scope="module", params=["default", "ha"])
-def cluster(request):
-    profile = request.param
-    make("down", profile, timeout=300, check=False)
-    try:
-        up = make("up", profile, timeout=1500)
-        yield profile, up
-    finally:
-        make("down", profile, timeout=300, check=False)
+def cluster(request, cluster_up):
+    return request.param, cluster_up(request.param)
 
 
 def test_all_nodes_ready_and_system_pods_running(cluster):

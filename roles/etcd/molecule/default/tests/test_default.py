@@ -17,8 +17,8 @@ def test_service_is_running_and_enabled(host):
 
 def test_binaries_are_the_pinned_release(host):
     version = VERSIONS["components"]["etcd"]["version"].lstrip("v")
-    for binary in ("etcd", "etcdctl", "etcdutl"):
-        assert version in host.check_output(f"/usr/local/bin/{binary} --version"), binary
+    for command in ("etcd --version", "etcdctl version", "etcdutl version"):
+        assert version in host.check_output(f"/usr/local/bin/{command}"), command
 
 
 def test_keys_are_readable_by_root_only(host):

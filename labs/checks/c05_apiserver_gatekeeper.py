@@ -1,0 +1,84 @@
+import json
+
+import urllib3
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
+
+
+def message(body: bytes | str | None) -> str:
+    """The message of an API Status body."""
+    try:
+        return json.loads(body or "{}").get("message", "")[:150]
+    except ValueError:
+        return str(body)[:150]
+
+
+def refusal(call) -> tuple[int, str]:
+    """The status and message of a refused API call; (0, "") when it was not refused."""
+    try:
+        call()
+    except ApiException as exc:
+        return exc.status, message(exc.body)
+    return 0, ""
+
+
+@check(
+    "C05", "The API server validates, authenticates and authorizes; it does not place pods",
+    claim="The API server validates requests, authenticates and authorizes callers; it holds no business logic and "
+          "does not decide placement.",
+    texts=["000", "001"],
+    see=["kubectl run Bad_Name --image=x                     # 422 Invalid",
+         "curl --cacert ca.crt https://192.168.56.10:8443/api/v1/pods   # no credentials: 401",
+         "kubectl create sa nobody; kubectl create token nobody  # then: kubectl --token=... get pods -> Forbidden",
+         "kubectl get pods -w -o wide   # a new pod: NODE <none> first, then the scheduler's choice",
+         "kubectl get events --field-selector reason=Scheduled"],
+    does="Sends a malformed pod (422), an anonymous request (401/403), and a request with the token of a fresh "
+         "ServiceAccount that has no RBAC rights (403, the message naming the account: authenticated, not "
+         "authorized). Then watches a new pod from its creation: stored without a node, bound later by "
+         "default-scheduler (Scheduled event).",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    with lab.namespace("C05") as ns:
+        bad = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Bad_Name"}, "spec": {"containers": []}}
+        status, msg = refusal(lambda: lab.core.create_namespaced_pod(ns, bad))
+        ev.expect(status == 422, f"malformed pod (name Bad_Name, no containers) refused: {status} {msg}",
+                  f"malformed pod: status {status or 'created!'} {msg}")
+
+        cfg = lab.api_client.configuration
+        http = urllib3.PoolManager(ca_certs=cfg.ssl_ca_cert, cert_reqs="CERT_REQUIRED")
+        resp = http.request("GET", f"{lab.server}/api/v1/namespaces/{ns}/pods", timeout=10)
+        ev.expect(resp.status in (401, 403), f"anonymous GET pods (server verified with the CA, no credentials): "
+                  f"{resp.status} {message(resp.data)}", f"anonymous request answered {resp.status}")
+
+        lab.core.create_namespaced_service_account(ns, {"metadata": {"name": "nobody"}})
+        token = lab.core.create_namespaced_service_account_token(
+            "nobody", ns, {"spec": {"audiences": [], "expirationSeconds": 600}}).status.token
+        sa_cfg = client.Configuration(host=lab.server)
+        sa_cfg.ssl_ca_cert = cfg.ssl_ca_cert
+        sa_cfg.api_key = {"authorization": f"Bearer {token}"}
+        nobody = client.CoreV1Api(client.ApiClient(sa_cfg))
+        status, msg = refusal(lambda: nobody.list_namespaced_pod(ns))
+        ev.expect(status == 403 and f"system:serviceaccount:{ns}:nobody" in msg,
+                  f"ServiceAccount without RBAC rights (TokenRequest token) lists pods: {status} {msg}",
+                  f"ServiceAccount without rights: status {status or 'allowed!'} {msg}")
+
+        rv = lab.core.list_namespaced_pod(ns).metadata.resource_version
+        created = lab.core.create_namespaced_pod(ns, pod_manifest("fresh", test_image()))
+        ev.add(f"create answered: pod fresh, spec.nodeName={created.spec.node_name}")
+        versions = []
+        for event in watch.Watch().stream(lab.core.list_namespaced_pod, ns, resource_version=rv, timeout_seconds=60):
+            pod = event["object"]
+            versions.append((event["type"], pod.metadata.resource_version, pod.spec.node_name))
+            if pod.spec.node_name:
+                break
+        ev.add("watched versions of the pod: " + "; ".join(f"{t} rv={r} nodeName={n}" for t, r, n in versions))
+        ev.expect(bool(versions) and versions[0][2] is None and versions[-1][2] is not None,
+                  f"stored without a node first, bound to {versions[-1][2] if versions else '?'} afterwards",
+                  f"the pod's versions do not show a later binding: {versions}")
+        events = wait_for(lambda: lab.core.list_namespaced_event(
+            ns, field_selector="involvedObject.name=fresh,reason=Scheduled").items, 30, "the Scheduled event")
+        sources = {e.reporting_component or (e.source.component if e.source else "") for e in events}
+        ev.expect("default-scheduler" in sources, f"Scheduled event by default-scheduler: "
+                  f"{events[0].message if events else ''}", f"no Scheduled event by default-scheduler ({sources})")

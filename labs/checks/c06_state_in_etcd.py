@@ -1,0 +1,68 @@
+import base64
+import json
+import uuid
+
+from labs.core import Evidence, Lab, check, wait_for
+
+
+def etcd_get(lab: Lab, key: str, node: str) -> dict | None:
+    """The key-value record of ``key`` in etcd, read on ``node`` (None when absent); value decoded to bytes."""
+    out = json.loads(lab.etcdctl(f"get {key} -w json", node=node))
+    if not out.get("kvs"):
+        return None
+    kv = out["kvs"][0]
+    return {**kv, "value": base64.b64decode(kv["value"])}
+
+
+def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
+    """Up to ``n`` bytes as text (non-printable as "."): from the start, or ending with ``at`` when found."""
+    start = max(0, data.find(at) + len(at) - n) if at and at in data else 0
+    return "".join(chr(b) if 32 <= b < 127 else "." for b in data[start:start + n])
+
+
+@check(
+    "C06", "Cluster state lives in etcd; every change through the API is stored there",
+    claim="Cluster configuration and state live in etcd; every change made through the API is stored there.",
+    texts=["000", "001"],
+    see=["kubectl -n demo create configmap note --from-literal=text=hello",
+         "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry/configmaps/demo/note | strings'",
+         "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry/secrets/demo/s | hexdump -C | head'",
+         "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry --prefix --keys-only | head'"],
+    does="Creates a ConfigMap through the API and reads its key in etcd with etcdctl on every etcd member (the "
+         "value, in the API server's protobuf encoding, holds the data); changes it (new value, higher "
+         "mod_revision); deletes it (key gone). Creates a Secret and finds its value encrypted in etcd "
+         "(k8s:enc:aescbc:v1:, plaintext absent).",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    prefix = lab.unit_arg(lab.control_plane[0], "kube-apiserver", "etcd-prefix") or "/registry"
+    members = lab.groups.get("etcd") or lab.control_plane
+    first, second = f"hello-{uuid.uuid4().hex[:8]}", f"changed-{uuid.uuid4().hex[:8]}"
+    with lab.namespace("C06") as ns:
+        key = f"{prefix}/configmaps/{ns}/note"
+        lab.core.create_namespaced_config_map(ns, {"metadata": {"name": "note"}, "data": {"text": first}})
+        for node in members:
+            kv = etcd_get(lab, key, node)
+            seen = f'{printable(kv["value"], 24)}…{printable(kv["value"], 24, at=first.encode())}' if kv else ""
+            ev.expect(kv is not None and first.encode() in kv["value"],
+                      f"{node}: etcd key {key} (rev {kv and kv['mod_revision']}): {seen}",
+                      f"{node}: etcd key {key} missing or without {first!r}")
+        before = kv["mod_revision"]
+        lab.core.patch_namespaced_config_map("note", ns, {"data": {"text": second}})
+        kv = etcd_get(lab, key, members[0])
+        ev.expect(kv is not None and second.encode() in kv["value"] and first.encode() not in kv["value"]
+                  and kv["mod_revision"] > before,
+                  f"after the change: value holds {second!r}, mod_revision {before} -> {kv and kv['mod_revision']}",
+                  f"the change is not in etcd: {kv and printable(kv['value'])}")
+        lab.core.delete_namespaced_config_map("note", ns)
+        wait_for(lambda: etcd_get(lab, key, members[0]) is None, 30, f"{key} to leave etcd")
+        ev.expect(True, f"after the delete: {key} is gone from etcd")
+
+        secret = f"s3cret-{uuid.uuid4().hex[:8]}"
+        lab.core.create_namespaced_secret(ns, {"metadata": {"name": "token"}, "stringData": {"password": secret}})
+        kv = etcd_get(lab, f"{prefix}/secrets/{ns}/token", members[0])
+        encrypted = kv is not None and kv["value"].startswith(b"k8s:enc:aescbc:v1:")
+        ev.expect(encrypted and secret.encode() not in kv["value"],
+                  f"Secret stored encrypted: {printable(kv['value'], 40) if kv else ''}… (plaintext {secret!r} absent)",
+                  f"Secret not stored encrypted: {kv and printable(kv['value'])}")
+        ev.add(f"through the API the Secret reads back in clear: "
+               f"{base64.b64decode(lab.core.read_namespaced_secret('token', ns).data['password']).decode()}")

@@ -1,0 +1,42 @@
+from labs.core import Evidence, Lab, check, run_deployment, wait_for, wait_ready_pods
+
+REPLICAS = 3
+
+
+@check(
+    "C12", "Controllers drive the actual state towards the desired state",
+    claim="Controllers are loops that drive the actual state towards the desired state: the replication controllers "
+          "keep the number of pods.",
+    texts=["000", "001", "004"],
+    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.0.0 --replicas=3",
+         "kubectl delete pod <one of web's pods>; kubectl get pods -w",
+         "kubectl get events --field-selector reason=SuccessfulCreate   # by replicaset-controller"],
+    does=f"Runs a Deployment of {REPLICAS} replicas, deletes one of its pods, and waits (bounded) until a "
+         "replacement with a new name, owned by the same ReplicaSet, is ready and the count is back to "
+         f"{REPLICAS}; shows the ReplicaSet controller's SuccessfulCreate event for it.",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    with lab.namespace("C12") as ns:
+        pods = run_deployment(lab, ns, "web", REPLICAS)
+        names = {p.metadata.name for p in pods}
+        owner = pods[0].metadata.owner_references[0]
+        ev.add(f"desired {REPLICAS}, running: {', '.join(sorted(names))} (owned by {owner.kind} {owner.name})")
+        victim = sorted(names)[0]
+        lab.core.delete_namespaced_pod(victim, ns, grace_period_seconds=0)
+        ev.step(f"deleted pod {victim}")
+        wait_for(lambda: victim not in {p.metadata.name for p in lab.core.list_namespaced_pod(ns).items}, 60,
+                 f"{victim} to disappear")
+        after = wait_ready_pods(lab, ns, "web", REPLICAS)
+        new = [p for p in after if p.metadata.name not in names]
+        ev.expect(len(after) == REPLICAS and len(new) == 1 and victim not in {p.metadata.name for p in after},
+                  f"back to {len(after)} ready pods; replacement {new[0].metadata.name if new else '?'}",
+                  f"after the delete: {[p.metadata.name for p in after]}")
+        replacement = new[0]
+        ev.expect(replacement.metadata.owner_references[0].uid == owner.uid,
+                  f"the replacement is owned by the same {owner.kind} {owner.name}",
+                  f"the replacement's owner is {replacement.metadata.owner_references}")
+        events = lab.core.list_namespaced_event(ns, field_selector=f"involvedObject.name={owner.name},"
+                                                                   "reason=SuccessfulCreate").items
+        created = [e for e in events if replacement.metadata.name in e.message]
+        ev.expect(bool(created), f"event by {created[0].source.component if created else ''}: "
+                  f"{created[0].message if created else ''}", "no SuccessfulCreate event for the replacement")

@@ -1,0 +1,73 @@
+import base64
+import os
+import tempfile
+
+import yaml
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from labs.core import Evidence, Lab, check, pod_manifest, run_pod, test_image, wait_for
+
+
+def status_of(call) -> int:
+    try:
+        call()
+    except ApiException as exc:
+        return exc.status
+    return 200
+
+
+@check(
+    "C20", "kubelet uses the same HTTPS API with its own, node-restricted credentials",
+    claim="kubelet talks to the API server over the same HTTPS API as kubectl, with its own credentials, and is "
+          "restricted to what its node needs.",
+    texts=["004"],
+    see=["ssh w1 \"grep client-certificate-data /var/lib/kubelet/kubeconfig | awk '{print $2}' | base64 -d | "
+         "openssl x509 -noout -subject\"",
+         "ssh w1 kubectl --kubeconfig /var/lib/kubelet/kubeconfig get secret other -n demo   # Forbidden",
+         "kubectl auth can-i get secrets --as=system:node:w1 --as-group=system:nodes -n demo"],
+    does="Reads a worker's kubelet kubeconfig over SSH and uses its client certificate (in a 0600 temp directory, "
+         "removed afterwards) with the official client against the API server: the certificate's subject is "
+         "system:node:<name> in system:nodes; it reads its own Node and a Secret mounted by a pod on its node, but "
+         "is refused (403) a Secret no pod on its node uses and a change to another Node.",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    node, other = lab.workers[0], lab.workers[-1] if len(lab.workers) > 1 else lab.control_plane[0]
+    user = yaml.safe_load(lab.sh(node, "cat /var/lib/kubelet/kubeconfig"))["users"][0]["user"]
+    pem = {k: base64.b64decode(user[f"{k}-data"]) for k in ("client-certificate", "client-key")}
+    cert = x509.load_pem_x509_certificate(pem["client-certificate"])
+    cn = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+    orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    ev.expect(cn == f"system:node:{node}" and "system:nodes" in orgs,
+              f"{node}'s kubelet certificate: CN={cn}, O={','.join(orgs)}, issuer {cert.issuer.rfc4514_string()}",
+              f"{node}'s kubelet certificate: CN={cn}, O={orgs}")
+    with tempfile.TemporaryDirectory(prefix="lab-c20-") as tmp, lab.namespace("C20") as ns:
+        paths = {}
+        for k, data in pem.items():
+            paths[k] = os.path.join(tmp, k)
+            with open(os.open(paths[k], os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+                f.write(data)
+        cfg = client.Configuration(host=lab.server)
+        cfg.ssl_ca_cert = lab.api_client.configuration.ssl_ca_cert
+        cfg.cert_file, cfg.key_file = paths["client-certificate"], paths["client-key"]
+        kubelet = client.CoreV1Api(client.ApiClient(cfg))
+
+        for name in ("mounted", "other"):
+            lab.core.create_namespaced_secret(ns, {"metadata": {"name": name}, "stringData": {"k": "v"}})
+        run_pod(lab, ns, pod_manifest("user", test_image(), nodeName=node, volumes=[
+            {"name": "s", "secret": {"secretName": "mounted"}}], container={
+            "volumeMounts": [{"name": "s", "mountPath": "/secret"}]}))
+        own = status_of(lambda: kubelet.read_node(node))
+        ev.expect(own == 200, f"as system:node:{node}: GET its own Node -> {own}", f"its own Node -> {own}")
+        mounted = wait_for(lambda: status_of(lambda: kubelet.read_namespaced_secret("mounted", ns)) == 200, 30,
+                           "the node authorizer to allow the mounted Secret")
+        ev.expect(mounted, f"GET Secret {ns}/mounted (used by a pod on {node}) -> 200")
+        got = status_of(lambda: kubelet.read_namespaced_secret("other", ns))
+        ev.expect(got == 403, f"GET Secret {ns}/other (no pod on {node} uses it) -> {got}",
+                  f"GET Secret other -> {got}, expected 403")
+        got = status_of(lambda: kubelet.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": "x"}}}))
+        if got != 403:  # the claim does not hold: take the label back off
+            lab.core.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": None}}})
+        ev.expect(got == 403, f"PATCH Node {other} (another node) -> {got}", f"PATCH Node {other} -> {got}")

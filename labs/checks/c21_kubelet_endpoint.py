@@ -1,0 +1,65 @@
+import threading
+
+from labs.core import (
+    Evidence,
+    Lab,
+    check,
+    established,
+    node_ips,
+    pod_exec,
+    pod_manifest,
+    run_pod,
+    test_image,
+    wait_for,
+)
+
+EXEC_SECONDS = 8  # how long the exec keeps its stream (and the API server's connection to the kubelet) open
+
+
+@check(
+    "C21", "The control plane reaches a node through the kubelet's authenticated HTTPS endpoint",
+    claim="The control plane reaches a node through the kubelet's own HTTPS endpoint, which requires authentication.",
+    texts=["004"],
+    see=["kubectl logs <pod>; kubectl exec <pod> -- cat /etc/hostname",
+         "ssh cp1 curl -sk https://192.168.56.21:10250/pods          # Unauthorized",
+         "kubectl exec <pod on w1> -- sleep 30 &  ssh w1 ss -tnp state established '( sport = :10250 )'"],
+    does="Reads a pod's logs and runs a command in it through the API server. Calls the kubelet's port on the pod's "
+         "node without credentials (401) and with the API server's kubelet-client certificate (200). During a "
+         f"{EXEC_SECONDS}s exec, lists the connections to the kubelet port on the pod's node: a new one comes from a "
+         "control-plane node (the API server relaying the exec).",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    ips = node_ips(lab)
+    control = {ips[n]: n for n in lab.control_plane}
+    with lab.namespace("C21") as ns:
+        pod = run_pod(lab, ns, pod_manifest("target", test_image()))
+        node = pod.spec.node_name
+        port = lab.core.read_node(node).status.daemon_endpoints.kubelet_endpoint.port
+        logs = wait_for(lambda: lab.core.read_namespaced_pod_log("target", ns), 30, "the pod's first log line")
+        ev.expect("listening" in logs, f"logs through the API: {logs.strip().splitlines()[0]}", f"logs: {logs!r}")
+        out = pod_exec(lab, ns, "target", ["cat", "/etc/hostname"]).strip()
+        ev.expect(out == "target", f"exec through the API: cat /etc/hostname -> {out}", f"exec answered {out!r}")
+
+        url = f"https://{ips[node]}:{port}/pods"
+        cp = lab.control_plane[0]
+        anon = lab.sh(cp, f"curl -sk -o /dev/null -w '%{{http_code}}' {url}", check=False)
+        ev.expect(anon == "401", f"{cp}: anonymous GET {url} -> {anon}", f"anonymous GET {url} -> {anon}")
+        pki = "/etc/kubernetes/pki"
+        auth = lab.sh(cp, f"curl -s -o /dev/null -w '%{{http_code}}' --cacert {pki}/ca.crt --cert "
+                          f"{pki}/apiserver-kubelet-client.crt --key {pki}/apiserver-kubelet-client.key {url}",
+                      check=False)
+        ev.expect(auth == "200", f"{cp}: the same with the API server's kubelet-client certificate -> {auth}",
+                  f"GET {url} with the kubelet-client certificate -> {auth}")
+
+        def kubelet_peers():
+            return {c.peer for c in established(lab, node, f"'( sport = :{port} )'")}
+
+        before = kubelet_peers()
+        thread = threading.Thread(target=pod_exec, args=(lab, ns, "target", ["sleep", str(EXEC_SECONDS)]), daemon=True)
+        thread.start()
+        new = wait_for(lambda: {p for p in kubelet_peers() - before if p.rsplit(":", 1)[0] in control},
+                       EXEC_SECONDS, f"a new connection to {node}:{port} from a control-plane node")
+        thread.join(EXEC_SECONDS + 30)
+        ev.expect(bool(new), f"during the exec, {node}:{port} holds a new connection from "
+                  + ", ".join(f"{p} ({control[p.rsplit(':', 1)[0]]})" for p in sorted(new)))
+        ev.add(f"before the exec: {', '.join(sorted(before)) or 'none'}")

@@ -1,0 +1,38 @@
+import json
+
+from labs.core import Evidence, Lab, check, crictl_container, pod_manifest, run_pod, test_image
+
+
+@check(
+    "C22", "The container runtime holds the images and runs the containers for the kubelet",
+    claim="The container runtime (containerd, CRI-O, … through CRI) pulls images and runs containers for the kubelet.",
+    texts=["000", "001", "004"],
+    see=["kubectl get nodes -o wide                     # CONTAINER-RUNTIME containerd://…",
+         "ssh w1 ctr -n k8s.io images ls | grep echo; ssh w1 crictl images",
+         "ssh w1 crictl ps --label io.kubernetes.pod.name=<pod>; ssh w1 crictl pods --name <pod>"],
+    does="Starts a pod, then on its node: the image is in containerd's k8s.io namespace (ctr) and known over CRI "
+         "(crictl images, same id as the pod's imageID); crictl lists the pod's sandbox and its container with the "
+         "id the pod status reports; the Node reports containerd as its runtime.",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    image = test_image()
+    with lab.namespace("C22") as ns:
+        pod = run_pod(lab, ns, pod_manifest("runtime", image))
+        node, status = pod.spec.node_name, pod.status.container_statuses[0]
+        runtime = lab.core.read_node(node).status.node_info.container_runtime_version
+        ev.expect(runtime.startswith("containerd://"), f"{node} reports its runtime: {runtime}",
+                  f"{node} reports the runtime {runtime}")
+        refs = lab.sh(node, "ctr -n k8s.io images ls -q").split()
+        ev.expect(image in refs, f"{node}: ctr -n k8s.io images ls has {image}", f"{node}: {image} not in containerd")
+        images = json.loads(lab.sh(node, "crictl images -o json"))["images"]
+        match = [i for i in images if image in (i.get("repoTags") or [])]
+        ev.expect(bool(match) and match[0]["id"] in status.image_id,
+                  f"{node}: crictl images: {image} {match[0]['id'][:19] if match else ''}… = the pod's imageID",
+                  f"{node}: crictl image {match and match[0]['id']} vs pod imageID {status.image_id}")
+        sandbox = lab.sh(node, f"crictl pods -q --name '^runtime$' --namespace {ns}")
+        cid = crictl_container(lab, node, ns, "runtime")
+        state = json.loads(lab.sh(node, f"crictl inspect {cid}"))["status"]["state"] if cid else "none"
+        ev.expect(bool(sandbox) and bool(cid) and status.container_id.split("://")[-1].startswith(cid),
+                  f"{node}: crictl: sandbox {sandbox[:13]}, container {cid[:13]} {state} = the pod's "
+                  f"containerID {status.container_id[:26]}…",
+                  f"{node}: crictl sandbox {sandbox!r}, container {cid!r}; pod says {status.container_id}")

@@ -1,0 +1,43 @@
+from labs.core import (
+    Evidence,
+    Lab,
+    check,
+    pod_manifest,
+    proxy_config,
+    proxy_rules,
+    proxy_sync_period,
+    test_image,
+    wait_for,
+)
+
+
+@check(
+    "C23", "kube-proxy turns Services into network rules on every node",
+    claim="kube-proxy on every node turns Services into network rules of the node.",
+    texts=["000", "001", "004"],
+    see=["kubectl create service clusterip web --tcp=80:8080; kubectl get svc web",
+         "ssh w1 'iptables-save | grep <CLUSTER-IP>'        # nftables mode: nft list table ip kube-proxy",
+         "kubectl delete svc web; ssh w1 'iptables-save | grep <CLUSTER-IP>'   # gone"],
+    does="Reads kube-proxy's mode on every node, creates a Service (with a backend pod) and waits, at most "
+         "kube-proxy's sync period, until rules naming its ClusterIP are in every node's iptables (or nftables); "
+         "deletes the Service and waits, as long, until they are gone everywhere.",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    configs = {node: proxy_config(lab, node) for node in lab.nodes}
+    modes = {node: c.get("mode") or "iptables" for node, c in configs.items()}
+    bound = max(proxy_sync_period(c) for c in configs.values())
+    ev.add("kube-proxy mode: " + ", ".join(f"{n} {m}" for n, m in modes.items()) + f"; sync period {bound:.0f}s")
+    with lab.namespace("C23") as ns:
+        lab.core.create_namespaced_pod(ns, pod_manifest("web", test_image()))
+        svc = lab.core.create_namespaced_service(ns, {"metadata": {"name": "web"}, "spec": {
+            "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
+        ip = svc.spec.cluster_ip
+        ev.step(f"Service {ns}/web has ClusterIP {ip}")
+        for node in lab.nodes:
+            rules = wait_for(lambda n=node: proxy_rules(lab, n, ip, modes[n]), bound, f"rules for {ip} on {node}")
+            ev.expect(bool(rules), f"{node}: {len(rules)} rules with {ip}, e.g. {rules[0].strip()[:110]}")
+        lab.core.delete_namespaced_service("web", ns)
+        ev.step(f"deleted Service {ns}/web")
+        for node in lab.nodes:
+            wait_for(lambda n=node: not proxy_rules(lab, n, ip, modes[n]), bound, f"the rules for {ip} to leave {node}")
+            ev.expect(True, f"{node}: no rule mentions {ip} any more")

@@ -1,0 +1,68 @@
+import re
+from collections import Counter
+
+from labs.core import (
+    Evidence,
+    Lab,
+    check,
+    pod_exec,
+    pod_manifest,
+    proxy_config,
+    proxy_sync_period,
+    run_deployment,
+    run_pod,
+    test_image,
+    wait_for,
+)
+
+REQUESTS = 12  # per client: with 4 backends, the chance that all land on one is 4 * (1/4)^12
+ANSWER = re.compile(r"pod=(\S+) node=(\S+)")
+
+
+def answers(text: str) -> Counter:
+    return Counter(f"{pod}@{node}" for pod, node in ANSWER.findall(text))
+
+
+@check(
+    "C24", "A Service is one stable address, reachable from every node and pod, spread over its endpoints",
+    claim="Services make pods reachable at one stable address, from any node and any pod, spread over the endpoints.",
+    texts=["001", "004"],
+    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.0.0 --replicas=4 --port=8080",
+         "kubectl expose deployment web --port=80 --target-port=8080; kubectl get endpointslices",
+         "ssh cp1 'for i in $(seq 10); do curl -s http://<CLUSTER-IP>/; done'",
+         "kubectl run c --image=localhost/k8s-arch-lab/echo:1.0.0; kubectl exec c -- wget -qO- http://<CLUSTER-IP>/"],
+    does=f"Runs a Deployment of the echo server spread over the workers and a Service in front of it; sends "
+         f"{REQUESTS} requests to the ClusterIP from every node (curl) and from a pod on a worker (exec wget): every "
+         "client gets its answers, and they come from more than one backend pod, including pods on other nodes.",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    with lab.namespace("C24") as ns:
+        backends = run_deployment(lab, ns, "web", 2 * len(lab.workers), spread=True)
+        ev.add("backends: " + ", ".join(f"{p.metadata.name}@{p.spec.node_name} ({p.status.pod_ip})" for p in backends))
+        ip = lab.core.create_namespaced_service(ns, {"metadata": {"name": "web"}, "spec": {
+            "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}).spec.cluster_ip
+        sync = proxy_sync_period(proxy_config(lab, lab.nodes[0]))
+        loop = f"for i in $(seq {REQUESTS}); do curl -s --max-time 2 http://{ip}/; done"
+
+        def from_node(node: str) -> Counter | None:
+            got = answers(lab.sh(node, loop, check=False))
+            return got if sum(got.values()) == REQUESTS else None
+
+        seen: Counter = Counter()
+        for node in lab.nodes:
+            got = wait_for(lambda n=node: from_node(n), sync, f"{REQUESTS} answers from {ip} on {node}")
+            seen += got
+            ev.expect(True, f"{node}: curl http://{ip}/ x{REQUESTS}: answered by {len(got)} pods: "
+                      + ", ".join(f"{k} x{v}" for k, v in got.most_common()))
+        client = run_pod(lab, ns, pod_manifest("client", test_image(), nodeName=lab.workers[0]))
+        out = pod_exec(lab, ns, "client", ["sh", "-c", f"for i in $(seq {REQUESTS}); do wget -qO- -T 2 "
+                                                        f"http://{ip}/; done"])
+        got = answers(out)
+        seen += got
+        others = [k for k in got if not k.endswith(f"@{client.spec.node_name}")]
+        ev.expect(sum(got.values()) == REQUESTS and others,
+                  f"pod client@{client.spec.node_name}: wget x{REQUESTS}: answered by {len(got)} pods, "
+                  f"{len(others)} of them on other nodes: " + ", ".join(f"{k} x{v}" for k, v in got.most_common()),
+                  f"pod client@{client.spec.node_name}: {sum(got.values())} answers, from {dict(got)}")
+        ev.expect(len(seen) > 1, f"over all clients: {len(seen)} different backend pods answered",
+                  f"only {list(seen)} answered")

@@ -1,0 +1,60 @@
+import ipaddress
+import itertools
+
+from labs.core import (
+    CheckSkipped,
+    Evidence,
+    Lab,
+    check,
+    echo_env,
+    pod_exec,
+    pod_manifest,
+    run_pod,
+    test_image,
+)
+
+
+@check(
+    "C26", "Each node owns a pod range; pods reach each other across nodes directly",
+    claim="Pods reach each other across nodes directly, each node owning a pod address range.",
+    texts=["001", "004"],
+    see=["kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDR:.spec.podCIDR",
+         "kubectl get pods -A -o wide                       # each pod IP inside its node's range",
+         "ssh w1 ip route get <pod IP on w2>                # via w2's address",
+         "kubectl exec <pod on w1> -- wget -qO- http://<pod IP on w2>:8080/; kubectl logs <pod on w2>"],
+    does="Checks that every Node has its own spec.podCIDR, none overlapping, and that every pod-network pod's IP "
+         "lies in its node's range. Runs one pod per worker; each one fetches the other's page by pod IP: the "
+         "answer names the other pod and node, the server logs the caller's own pod IP (no address translation), "
+         "and the node routes the other range via the other node.",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    if len(lab.workers) < 2:
+        raise CheckSkipped("needs two workers to cross nodes (settings.yml: the profile's number of workers)")
+    cidrs = {n.metadata.name: ipaddress.ip_network(n.spec.pod_cidr) for n in lab.core.list_node().items
+             if n.spec.pod_cidr}
+    ev.expect(set(cidrs) == set(lab.nodes), "pod ranges: " + ", ".join(f"{n} {c}" for n, c in sorted(cidrs.items())),
+              f"nodes without a pod range: {sorted(set(lab.nodes) - set(cidrs))}")
+    overlaps = [(a, b) for a, b in itertools.combinations(cidrs, 2) if cidrs[a].overlaps(cidrs[b])]
+    ev.expect(not overlaps, "no two ranges overlap", f"overlapping ranges: {overlaps}")
+
+    first, second = lab.workers[:2]
+    with lab.namespace("C26") as ns:
+        pods = {w: run_pod(lab, ns, pod_manifest(f"on-{w}", test_image(), nodeName=w, container={"env": echo_env()}))
+                for w in (first, second)}
+        everywhere = [p for p in lab.core.list_pod_for_all_namespaces().items
+                      if p.status.pod_ip and not p.spec.host_network and p.spec.node_name in cidrs]
+        outside = [f"{p.metadata.name}@{p.spec.node_name} {p.status.pod_ip}" for p in everywhere
+                   if ipaddress.ip_address(p.status.pod_ip) not in cidrs[p.spec.node_name]]
+        ev.expect(not outside, f"all {len(everywhere)} pod-network pods have an IP in their node's range "
+                  f"(here: {', '.join(f'{w} {p.status.pod_ip}' for w, p in pods.items())})",
+                  f"pods outside their node's range: {outside}")
+        for src, dst in ((first, second), (second, first)):
+            target = pods[dst].status.pod_ip
+            answer = pod_exec(lab, ns, f"on-{src}", ["wget", "-qO-", "-T", "5", f"http://{target}:8080/"]).strip()
+            ev.expect(f"pod=on-{dst} node={dst}" in answer, f"on-{src} ({src}) -> http://{target}:8080/: {answer}",
+                      f"on-{src} -> {target}: {answer!r}")
+            logged = lab.core.read_namespaced_pod_log(f"on-{dst}", ns).strip().splitlines()[-1]
+            caller = pods[src].status.pod_ip
+            ev.expect(f"from {caller}:" in logged, f"on-{dst} logged the caller's pod IP: {logged}",
+                      f"on-{dst} logged {logged!r}, not the caller's pod IP {caller}")
+            ev.add(f"{src}: ip route get {target} -> {lab.sh(src, f'ip route get {target}').splitlines()[0]}")

@@ -1,0 +1,50 @@
+"""kube_apiserver: the pinned release serving TLS on 6443, ready, refusing
+anonymous API requests, keys 0600, and Secrets encrypted at rest in etcd."""
+
+import os
+from pathlib import Path
+
+import yaml
+from kubernetes import client, config
+
+VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
+ADMIN = Path(os.environ["K8S_LAB_STATE_DIR"]) / "admin.kubeconfig"
+CA = "/etc/kubernetes/pki/ca.crt"
+
+
+def test_service_is_running_and_enabled(host):
+    service = host.service("kube-apiserver")
+    assert service.is_running and service.is_enabled
+
+
+def test_binary_is_the_pinned_release(host):
+    version = VERSIONS["components"]["kubernetes"]["version"]
+    assert host.check_output("/usr/local/bin/kube-apiserver --version") == f"Kubernetes {version}"
+
+
+def test_serves_tls_on_6443_and_is_ready(host):
+    assert host.socket("tcp://0.0.0.0:6443").is_listening
+    assert host.check_output(f"curl -sf --cacert {CA} https://127.0.0.1:6443/readyz") == "ok"
+
+
+def test_refuses_anonymous_api_requests(host):
+    status = host.check_output(f"curl -s -o /dev/null -w '%{{http_code}}' --cacert {CA} https://127.0.0.1:6443/api")
+    assert status in ("401", "403")
+
+
+def test_keys_and_encryption_configuration_are_readable_by_root_only(host):
+    for key in ("apiserver", "apiserver-kubelet-client", "apiserver-etcd-client", "sa"):
+        assert host.file(f"/etc/kubernetes/pki/{key}.key").mode == 0o600, key
+    encryption = host.file("/etc/kubernetes/encryption-config.yaml")
+    assert encryption.mode == 0o600 and encryption.user == "root"
+    assert encryption.contains("aescbc")
+
+
+def test_secrets_are_encrypted_in_etcd(host):
+    api = client.CoreV1Api(config.new_client_from_config(str(ADMIN)))
+    name, value = "molecule-encrypted", "plain-text-value"
+    if not api.list_namespaced_secret("default", field_selector=f"metadata.name={name}").items:
+        api.create_namespaced_secret("default", client.V1Secret(metadata={"name": name}, string_data={"k": value}))
+    get = f". /etc/etcd/etcdctl.env && etcdctl get /registry/secrets/default/{name} --print-value-only"
+    assert host.check_output(f"{get} | head -c 18") == "k8s:enc:aescbc:v1:"
+    assert host.run(f"{get} | grep -q {value}").rc == 1

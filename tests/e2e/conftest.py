@@ -1,0 +1,55 @@
+"""One cluster at a time, shared by every end-to-end test of its profile.
+
+Tests ask for a profile with `cluster_up("ha")`; the session brings that
+profile up once (tearing down another one first) and destroys it at the end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make(target: str, profile: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PROFILE=profile, PROVIDER="docker")
+    started = time.monotonic()
+    proc = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    print(f"make {target} PROFILE={profile}: rc={proc.returncode} in {time.monotonic() - started:.0f}s")
+    if check and proc.returncode != 0:
+        pytest.fail(f"make {target} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+class Clusters:
+    def __init__(self) -> None:
+        self.profile: str | None = None
+        self.up_output: dict[str, subprocess.CompletedProcess] = {}
+
+    def __call__(self, profile: str) -> subprocess.CompletedProcess:
+        if self.profile != profile:
+            make("down", self.profile or profile, timeout=300, check=False)
+            self.profile = None
+            self.up_output[profile] = make("up", profile, timeout=1500)
+            self.profile = profile
+        os.environ["K8S_LAB_PROFILE"] = profile
+        return self.up_output[profile]
+
+    def down(self) -> None:
+        if self.profile:
+            make("down", self.profile, timeout=300, check=False)
+            self.profile = None
+
+
+@pytest.fixture(scope="session")
+def cluster_up():
+    clusters = Clusters()
+    try:
+        yield clusters
+    finally:
+        clusters.down()
