@@ -15,7 +15,7 @@ export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 export KUBECONFIG       ?= $(CURDIR)/.lab/admin.kubeconfig
 
-.PHONY: help deps artifacts node-image settings up down provision smoke reset lint unit integration e2e test lab clean
+.PHONY: help deps artifacts node-image settings up down provision smoke check molecule lint unit integration test lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,7 +63,13 @@ down: deps ## destroy the machines and everything they left (containers, volumes
 	@tools/node-image/cleanup.sh $$($(PY) -m tools.settings resolve | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])')
 	@rm -rf .lab/pki .lab/kubeconfigs .lab/admin.kubeconfig .lab/encryption-key
 
-lab: up smoke ## bring the lab up and run its checks
+check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
+	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)
+
+molecule: deps artifacts node-image ## each role's molecule scenario (ROLES="etcd kubelet" for some)
+	@tests/molecule/run.sh $(ROLES)
+
+lab: up smoke check ## bring the lab up and run its checks
 	@echo "lab ready: export KUBECONFIG=$(KUBECONFIG)"
 
 clean: down ## everything `down` removes (the caches stay)

@@ -472,15 +472,27 @@ def wait_ready_pods(lab: Lab, ns: str, app: str, count: int, timeout: float = PO
     return wait_for(ready, timeout, f"{count} ready pods app={app} in {ns}")
 
 
-def pod_exec(lab: Lab, ns: str, pod: str, command: list[str], timeout: float = 60) -> str:
-    """Run a command in a pod through the API server (exec); its output.
-    A separate API client: the websocket call must not divert the lab's other requests."""
+def pod_exec(lab: Lab, ns: str, pod: str, command: list[str], timeout: float = 60, check: bool = True) -> str:
+    """Run a command in a pod through the API server (exec); its stdout. A command that cannot start or exits
+    non-zero fails the check (unless ``check=False``). A separate API client: the websocket call must not divert
+    the lab's other requests."""
     from kubernetes import client
     from kubernetes.stream import stream
+    from kubernetes.stream.ws_client import ERROR_CHANNEL, STDERR_CHANNEL, STDOUT_CHANNEL
 
     api = client.CoreV1Api(client.ApiClient(lab.api_client.configuration))
-    return stream(api.connect_get_namespaced_pod_exec, pod, ns, command=command, stderr=True, stdin=False,
-                  stdout=True, tty=False, _request_timeout=timeout)
+    ws = stream(api.connect_get_namespaced_pod_exec, pod, ns, command=command, stderr=True, stdin=False,
+                stdout=True, tty=False, _preload_content=False)
+    try:
+        ws.run_forever(timeout=timeout)
+        out, err, status = (ws.read_channel(c) for c in (STDOUT_CHANNEL, STDERR_CHANNEL, ERROR_CHANNEL))
+    finally:
+        ws.close()
+    result = json.loads(status) if status else {}
+    if check and result.get("status") != "Success":
+        raise CheckFailed(f"exec {' '.join(command)} in {ns}/{pod}: {result.get('message') or 'no exit status'}"
+                          f"{': ' + err.strip()[-200:] if err.strip() else ''}")
+    return out
 
 
 def pod_events(lab: Lab, ns: str, name: str) -> list:
@@ -501,7 +513,8 @@ class Conn:
 
     @property
     def peer_ip(self) -> str:
-        return self.peer.rsplit(":", 1)[0].strip("[]")
+        """The peer's address; an IPv4-mapped IPv6 one ([::ffff:10.0.0.1]) as plain IPv4."""
+        return self.peer.rsplit(":", 1)[0].strip("[]").removeprefix("::ffff:")
 
     @property
     def peer_port(self) -> int:

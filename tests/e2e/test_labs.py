@@ -71,18 +71,21 @@ def test_disruptive_checks_twice_leave_the_cluster_healthy(lab):
 
 
 @contextlib.contextmanager
-def unstoppable(lab: Lab, nodes: list[str], unit: str):
-    """`systemctl stop` leaves the component running: the claim that it stopped is false."""
-    dropin = f"/etc/systemd/system/{unit}.service.d/zz-lab-falsify.conf"
+def unstoppable(lab: Lab, nodes: list[str], *units: str):
+    """`systemctl stop` leaves the components running: the claim that they stopped is false."""
     for node in nodes:
-        lab.sh(node, f"mkdir -p $(dirname {dropin}) && printf '[Service]\\nKillMode=none\\nExecStop=/bin/true\\n'"
-                     f" > {dropin} && systemctl daemon-reload")
+        for unit in units:
+            dropin = f"/etc/systemd/system/{unit}.service.d/zz-lab-falsify.conf"
+            lab.sh(node, f"mkdir -p $(dirname {dropin}) && printf '[Service]\\nKillMode=none\\nExecStop=/bin/true\\n'"
+                         f" > {dropin} && systemctl daemon-reload")
     try:
         yield
     finally:
         for node in nodes:
-            lab.sh(node, f"rm -f {dropin} && systemctl daemon-reload && pkill -x {unit[:15]} ; sleep 1; "
-                         f"systemctl restart {unit}", check=False)
+            for unit in units:
+                dropin = f"/etc/systemd/system/{unit}.service.d/zz-lab-falsify.conf"
+                lab.sh(node, f"rm -f {dropin} && systemctl daemon-reload && pkill -x {unit[:15]} ; sleep 1; "
+                             f"systemctl restart --no-block {unit}", check=False)
         lab.wait_healthy(timeout=240)
 
 
@@ -138,7 +141,7 @@ def falsifiers(lab: Lab) -> dict:
         "C14": lambda: unstoppable(lab, [lab.workers[-1]], "kubelet"),
         "C16": lambda: stopped(lab, [worker], "kubelet"),
         "C25": lambda: unstoppable(lab, [lab.workers[-1]], "kube-proxy"),
-        "C27": lambda: unstoppable(lab, lab.control_plane, "kube-apiserver"),
+        "C27": lambda: unstoppable(lab, lab.control_plane, "etcd", "kube-apiserver"),
         "C28": lambda: stopped(lab, [n for n in lab.control_plane if n != vip_holder(lab)], "kube-apiserver"),
     }
 

@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"os"
@@ -20,7 +21,38 @@ func env(name, fallback string) string {
 	return fallback
 }
 
+// get is the image's HTTP client (`echo-server get URL [TIMEOUT_SECONDS]`):
+// busybox's wget is statically linked against glibc and cannot resolve names
+// or, on some hosts, even connect without NSS libraries in the image.
+func get(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "usage: echo-server get URL [TIMEOUT_SECONDS]")
+		return 2
+	}
+	timeout := 5 * time.Second
+	if len(args) > 1 {
+		if d, err := time.ParseDuration(args[1] + "s"); err == nil {
+			timeout = d
+		}
+	}
+	resp, err := (&http.Client{Timeout: timeout}).Get(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	os.Stdout.Write(body)
+	if resp.StatusCode >= 400 {
+		return 1
+	}
+	return 0
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "get" {
+		os.Exit(get(os.Args[2:]))
+	}
 	host, _ := os.Hostname()
 	pod := env("POD_NAME", host)
 	node := env("NODE_NAME", "unknown")
