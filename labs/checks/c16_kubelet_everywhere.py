@@ -15,5 +15,8 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(lab.host(name).service("kubelet").is_running, f"{name}: kubelet active",
                   f"{name}: kubelet is not running")
         node = registered.get(name)
-        ev.expect(node is not None, f"{name}: Node object registered (kubelet {node.status.node_info.kubelet_version})"
-                  if node else "", f"{name}: no Node object")
+        ev.expect(node is not None, f"{name}: Node object registered", f"{name}: no Node object")
+        running = lab.sh(name, "kubelet --version").split()[-1]
+        reported = node.status.node_info.kubelet_version
+        ev.expect(reported == running, f"{name}: the Node reports kubelet {reported}, the node runs {running}",
+                  f"{name}: the Node reports kubelet {reported} but the node runs {running}")

@@ -1,11 +1,14 @@
+import re
+
 from kubernetes import client
 
 from labs.core import Evidence, Lab, check, wait_for
 
 
 def has_rules(lab: Lab, node: str, ip: str) -> bool:
-    rules = lab.sh(node, "iptables-save -t nat 2>/dev/null; nft list ruleset 2>/dev/null; true", check=False)
-    return ip in rules
+    # A Service without endpoints is a REJECT rule in the filter table, not a DNAT in nat: read every table.
+    rules = lab.sh(node, "iptables-save 2>/dev/null; nft list ruleset 2>/dev/null; true", check=False)
+    return re.search(rf"(?<![\d.]){re.escape(ip)}(?![\d])", rules) is not None
 
 
 @check(
@@ -13,7 +16,7 @@ def has_rules(lab: Lab, node: str, ip: str) -> bool:
     claim="Without kube-proxy a node does not learn new Services.",
     texts=["000", "004"],
     see=["ssh w2 systemctl stop kube-proxy", "kubectl create service clusterip late --tcp=80:8080",
-         "ssh w2 iptables-save -t nat | grep <cluster-ip>   # nothing", "ssh w2 systemctl start kube-proxy"],
+         "ssh w2 iptables-save | grep <cluster-ip>   # nothing", "ssh w2 systemctl start kube-proxy"],
     does="Stops kube-proxy on a worker, creates a Service, sees its ClusterIP in the rules of another node but not "
          "of that worker; starts kube-proxy and sees the rules appear.",
     disruptive=True,
