@@ -342,6 +342,9 @@ class Lab:
         self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
             name=name, labels={LAB_LABEL: check_id})))
         RESTORER.push(f"delete namespace {name}", lambda: self.delete_namespace(name))
+        # Pods need the namespace's default ServiceAccount, which a controller creates shortly after.
+        wait_for(lambda: self.core.list_namespaced_service_account(
+            name, field_selector="metadata.name=default").items, 60, f"the default ServiceAccount of {name}", 0.5)
         try:
             yield name
         finally:

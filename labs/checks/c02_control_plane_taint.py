@@ -8,7 +8,7 @@ TAINT = "node-role.kubernetes.io/control-plane"
     claim="In small installations a control-plane node can also run workloads.",
     texts=["000"],
     see=["kubectl describe node cp1 | grep Taints",
-         "kubectl run t --image=localhost/k8s-arch-lab/echo:1.0.0 --overrides='{\"spec\":{\"nodeSelector\":"
+         "kubectl run t --image=localhost/k8s-arch-lab/echo:1.1.0 --overrides='{\"spec\":{\"nodeSelector\":"
          "{\"kubernetes.io/hostname\":\"cp1\"},\"tolerations\":[{\"key\":\"node-role.kubernetes.io/control-plane\","
          "\"effect\":\"NoSchedule\"}]}}'"],
     does="Reads the control-plane taint, then asks for a pod on a control-plane node twice: with the toleration it "

@@ -25,7 +25,7 @@ def failed_scheduling(lab: Lab, ns: str, pod: str) -> str:
           "demand changes.",
     texts=["001", "004"],
     see=["kubectl describe node w1 | grep -A6 Allocatable",
-         "kubectl create deployment big --image=localhost/k8s-arch-lab/echo:1.0.0",
+         "kubectl create deployment big --image=localhost/k8s-arch-lab/echo:1.1.0",
          "kubectl set resources deployment big --requests=cpu=64; kubectl get events | grep FailedScheduling",
          "kubectl describe node cp1 | grep Taints",
          "kubectl scale deployment web --replicas=4; kubectl get pods -o wide"],

@@ -8,7 +8,7 @@ REPLICAS = 3
     claim="Controllers are loops that drive the actual state towards the desired state: the replication controllers "
           "keep the number of pods.",
     texts=["000", "001", "004"],
-    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.0.0 --replicas=3",
+    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=3",
          "kubectl delete pod <one of web's pods>; kubectl get pods -w",
          "kubectl get events --field-selector reason=SuccessfulCreate   # by replicaset-controller"],
     does=f"Runs a Deployment of {REPLICAS} replicas, deletes one of its pods, and waits (bounded) until a "

@@ -16,7 +16,7 @@ from labs.core import (
     claim="kubelet learns through the API server that a pod was assigned to its node and starts it through the "
           "container runtime.",
     texts=["000", "004"],
-    see=["kubectl run bound --image=localhost/k8s-arch-lab/echo:1.0.0 --overrides='{\"spec\":{\"nodeName\":\"w1\"}}'",
+    see=["kubectl run bound --image=localhost/k8s-arch-lab/echo:1.1.0 --overrides='{\"spec\":{\"nodeName\":\"w1\"}}'",
          "kubectl get events --field-selector involvedObject.name=bound   # no Scheduled event; kubelet's events",
          "ssh w1 crictl ps --name main --label io.kubernetes.pod.name=bound",
          "ssh w2 crictl ps --name main --label io.kubernetes.pod.name=bound   # nothing"],

@@ -30,11 +30,11 @@ def restarted(lab: Lab, ns: str, count: int):
     texts=["000", "004"],
     see=["ssh w1 'crictl inspect $(crictl ps -q --name main --label io.kubernetes.pod.name=probed) | grep pid'",
          "ssh w1 kill -9 <that pid>; kubectl get pod probed -w    # RESTARTS 1, Running",
-         "kubectl exec probed -- touch /tmp/unhealthy          # /healthz fails: the liveness probe kills it",
+         "kubectl exec probed -- sh -c ': > /tmp/unhealthy' # /healthz fails: the liveness probe kills it",
          "kubectl get events --field-selector involvedObject.name=probed   # Unhealthy, Killing"],
     does="Runs a pod with an HTTP liveness probe on /healthz. Finds its container's main process on the node "
          "(crictl inspect) and kills it with SIGKILL: restartCount goes up, the last state shows the kill (137), and "
-         "the pod runs again. Then makes /healthz fail (exec: touch /tmp/unhealthy): the kubelet reports Unhealthy, "
+         "the pod runs again. Then makes /healthz fail (exec: create /tmp/unhealthy): the kubelet reports Unhealthy, "
          "kills and restarts the container.",
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -54,8 +54,8 @@ def run(lab: Lab, ev: Evidence) -> None:
                   f"(SIGKILL), running again since {status.state.running.started_at:%H:%M:%S}",
                   f"restartCount {status.restart_count}, last exit {last.exit_code}")
 
-        pod_exec(lab, ns, "probed", ["touch", "/tmp/unhealthy"])
-        ev.step("exec: touch /tmp/unhealthy (now /healthz answers 500)")
+        pod_exec(lab, ns, "probed", ["sh", "-c", ": > /tmp/unhealthy"])
+        ev.step("exec: sh -c ': > /tmp/unhealthy' (now /healthz answers 500)")
         limit = PROBE["periodSeconds"] * PROBE["failureThreshold"] + BACKOFF + 60
         status = wait_for(lambda: restarted(lab, ns, 2), limit, "the liveness probe to restart the container")
         ev.expect(status.restart_count == 2, f"restartCount {status.restart_count}, running again (fresh container, "

@@ -51,15 +51,17 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(auth == "200", f"{cp}: the same with the API server's kubelet-client certificate -> {auth}",
                   f"GET {url} with the kubelet-client certificate -> {auth}")
 
-        def kubelet_peers():
-            return {c.peer for c in established(lab, node, f"'( sport = :{port} )'")}
+        def from_control_plane() -> set[tuple[str, str]]:
+            return {(c.peer, control[c.peer_ip]) for c in established(lab, node, f"'( sport = :{port} )'")
+                    if c.peer_ip in control}
 
-        before = kubelet_peers()
+        before = from_control_plane()
         thread = threading.Thread(target=pod_exec, args=(lab, ns, "target", ["sleep", str(EXEC_SECONDS)]), daemon=True)
         thread.start()
-        new = wait_for(lambda: {p for p in kubelet_peers() - before if p.rsplit(":", 1)[0] in control},
-                       EXEC_SECONDS, f"a new connection to {node}:{port} from a control-plane node")
+        new = wait_for(lambda: from_control_plane() - before, EXEC_SECONDS,
+                       f"a new connection to {node}:{port} from a control-plane node")
         thread.join(EXEC_SECONDS + 30)
-        ev.expect(bool(new), f"during the exec, {node}:{port} holds a new connection from "
-                  + ", ".join(f"{p} ({control[p.rsplit(':', 1)[0]]})" for p in sorted(new)))
-        ev.add(f"before the exec: {', '.join(sorted(before)) or 'none'}")
+        ev.add(f"before the exec, {node}:{port} had connections from: "
+               + (", ".join(f"{p} ({n})" for p, n in sorted(before)) or "none"))
+        ev.expect(bool(new), "during the exec, a new connection from "
+                  + ", ".join(f"{p} ({n}, its API server)" for p, n in sorted(new)))

@@ -27,13 +27,15 @@ def answers(text: str) -> Counter:
     "C24", "A Service is one stable address, reachable from every node and pod, spread over its endpoints",
     claim="Services make pods reachable at one stable address, from any node and any pod, spread over the endpoints.",
     texts=["001", "004"],
-    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.0.0 --replicas=4 --port=8080",
+    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=4 --port=8080",
          "kubectl expose deployment web --port=80 --target-port=8080; kubectl get endpointslices",
          "ssh cp1 'for i in $(seq 10); do curl -s http://<CLUSTER-IP>/; done'",
-         "kubectl run c --image=localhost/k8s-arch-lab/echo:1.0.0; kubectl exec c -- wget -qO- http://<CLUSTER-IP>/"],
+         "kubectl run c --image=localhost/k8s-arch-lab/echo:1.1.0",
+         "kubectl exec c -- echo-server get http://<CLUSTER-IP>/"],
     does=f"Runs a Deployment of the echo server spread over the workers and a Service in front of it; sends "
-         f"{REQUESTS} requests to the ClusterIP from every node (curl) and from a pod on a worker (exec wget): every "
-         "client gets its answers, and they come from more than one backend pod, including pods on other nodes.",
+         f"{REQUESTS} requests to the ClusterIP from every node (curl) and from a pod on a worker (exec of the "
+         "image's HTTP client, `echo-server get`): every client gets its answers, and they come from more than one "
+         "backend pod, including pods on other nodes.",
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C24") as ns:
@@ -55,13 +57,13 @@ def run(lab: Lab, ev: Evidence) -> None:
             ev.expect(True, f"{node}: curl http://{ip}/ x{REQUESTS}: answered by {len(got)} pods: "
                       + ", ".join(f"{k} x{v}" for k, v in got.most_common()))
         client = run_pod(lab, ns, pod_manifest("client", test_image(), nodeName=lab.workers[0]))
-        out = pod_exec(lab, ns, "client", ["sh", "-c", f"for i in $(seq {REQUESTS}); do wget -qO- -T 2 "
-                                                        f"http://{ip}/; done"])
+        out = pod_exec(lab, ns, "client", ["sh", "-c", f"i=0; while [ $i -lt {REQUESTS} ]; do i=$((i+1)); "
+                                                        f"echo-server get http://{ip}/ 2; done"])
         got = answers(out)
         seen += got
         others = [k for k in got if not k.endswith(f"@{client.spec.node_name}")]
         ev.expect(sum(got.values()) == REQUESTS and others,
-                  f"pod client@{client.spec.node_name}: wget x{REQUESTS}: answered by {len(got)} pods, "
+                  f"pod client@{client.spec.node_name}: get x{REQUESTS}: answered by {len(got)} pods, "
                   f"{len(others)} of them on other nodes: " + ", ".join(f"{k} x{v}" for k, v in got.most_common()),
                   f"pod client@{client.spec.node_name}: {sum(got.values())} answers, from {dict(got)}")
         ev.expect(len(seen) > 1, f"over all clients: {len(seen)} different backend pods answered",

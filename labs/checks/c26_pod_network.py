@@ -7,6 +7,7 @@ from labs.core import (
     Lab,
     check,
     echo_env,
+    node_ips,
     pod_exec,
     pod_manifest,
     run_pod,
@@ -21,7 +22,7 @@ from labs.core import (
     see=["kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDR:.spec.podCIDR",
          "kubectl get pods -A -o wide                       # each pod IP inside its node's range",
          "ssh w1 ip route get <pod IP on w2>                # via w2's address",
-         "kubectl exec <pod on w1> -- wget -qO- http://<pod IP on w2>:8080/; kubectl logs <pod on w2>"],
+         "kubectl exec <pod on w1> -- echo-server get http://<pod IP on w2>:8080/; kubectl logs <pod on w2>"],
     does="Checks that every Node has its own spec.podCIDR, none overlapping, and that every pod-network pod's IP "
          "lies in its node's range. Runs one pod per worker; each one fetches the other's page by pod IP: the "
          "answer names the other pod and node, the server logs the caller's own pod IP (no address translation), "
@@ -38,6 +39,7 @@ def run(lab: Lab, ev: Evidence) -> None:
     ev.expect(not overlaps, "no two ranges overlap", f"overlapping ranges: {overlaps}")
 
     first, second = lab.workers[:2]
+    ips = node_ips(lab)
     with lab.namespace("C26") as ns:
         pods = {w: run_pod(lab, ns, pod_manifest(f"on-{w}", test_image(), nodeName=w, container={"env": echo_env()}))
                 for w in (first, second)}
@@ -50,11 +52,13 @@ def run(lab: Lab, ev: Evidence) -> None:
                   f"pods outside their node's range: {outside}")
         for src, dst in ((first, second), (second, first)):
             target = pods[dst].status.pod_ip
-            answer = pod_exec(lab, ns, f"on-{src}", ["wget", "-qO-", "-T", "5", f"http://{target}:8080/"]).strip()
+            answer = pod_exec(lab, ns, f"on-{src}", ["echo-server", "get", f"http://{target}:8080/", "5"]).strip()
             ev.expect(f"pod=on-{dst} node={dst}" in answer, f"on-{src} ({src}) -> http://{target}:8080/: {answer}",
                       f"on-{src} -> {target}: {answer!r}")
             logged = lab.core.read_namespaced_pod_log(f"on-{dst}", ns).strip().splitlines()[-1]
             caller = pods[src].status.pod_ip
             ev.expect(f"from {caller}:" in logged, f"on-{dst} logged the caller's pod IP: {logged}",
                       f"on-{dst} logged {logged!r}, not the caller's pod IP {caller}")
-            ev.add(f"{src}: ip route get {target} -> {lab.sh(src, f'ip route get {target}').splitlines()[0]}")
+            route = lab.sh(src, f"ip route get {target}").splitlines()[0].strip()
+            ev.expect(f"via {ips[dst]} " in route, f"{src}: ip route get {target} -> {route}",
+                      f"{src} does not route {target} via {dst} ({ips[dst]}): {route}")
