@@ -590,7 +590,8 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
     elif source["kind"] == "echo":
         busybox = Path(os.environ.get("K8S_LAB_BUSYBOX", "/bin/busybox"))
         if not busybox.is_file() or "statically linked" not in run(["file", "-L", str(busybox)]):
-            raise ArtifactError(f"the echo image needs a static busybox at {busybox} (Debian: busybox-static; run `make deps`)")
+            raise ArtifactError(f"the echo image needs a static busybox at {busybox} "
+                                "(Debian: busybox-static; run `make deps`)")
         out = workdir / "echo-server"
         env = go_env(art.arch, cgo=False)
         env["GOFLAGS"] = ""

@@ -28,7 +28,8 @@ def wanted():
         for fid, spec in comp["files"].items():
             if fid in ids:
                 relpath = re.sub("^https?://", "", expand(spec["url"], comp["version"]))
-                yield fid, comp["version"], relpath, {expand(k, comp["version"]): v for k, v in spec["binaries"].items()}
+                binaries = {expand(k, comp["version"]): v for k, v in spec["binaries"].items()}
+                yield fid, comp["version"], relpath, binaries
 
 
 def test_release_files_are_cached_and_unpacked():
