@@ -1,6 +1,6 @@
 import time
 
-from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
+from labs.core import Evidence, Lab, check, event_source, pod_manifest, test_image, wait_for
 
 
 @check(
@@ -27,10 +27,12 @@ def run(lab: Lab, ev: Evidence) -> None:
                   f"the pod got node {pod.spec.node_name!r} without a scheduler")
         lab.start_units(cps, ["kube-scheduler"], ev)
         node = wait_for(lambda: lab.core.read_namespaced_pod("waiting", ns).spec.node_name, 120, "a node for the pod")
-        events = lab.core.list_namespaced_event(ns, field_selector="involvedObject.name=waiting,reason=Scheduled").items
-        source = events[0].reporting_component if events else None
-        ev.expect(source == "default-scheduler", f"Scheduled event by {source}: {events[0].message if events else ''}",
-                  f"no Scheduled event from default-scheduler ({source})")
+        # Events are written asynchronously, shortly after the binding.
+        events = wait_for(lambda: lab.core.list_namespaced_event(
+            ns, field_selector="involvedObject.name=waiting,reason=Scheduled").items, 30, "the Scheduled event")
+        source = event_source(events[0])[0]
+        ev.expect(source == "default-scheduler", f"Scheduled event by {source}: {events[0].message}",
+                  f"the Scheduled event comes from {source!r}, not default-scheduler")
         wait_for(lambda: lab.core.read_namespaced_pod("waiting", ns).status.phase == "Running", 90, "the pod to run")
         for name in lab.nodes:
             found = lab.sh(name, f"crictl ps -q --name main --label io.kubernetes.pod.namespace={ns}", check=False)

@@ -35,8 +35,9 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(replacement.metadata.owner_references[0].uid == owner.uid,
                   f"the replacement is owned by the same {owner.kind} {owner.name}",
                   f"the replacement's owner is {replacement.metadata.owner_references}")
-        events = lab.core.list_namespaced_event(ns, field_selector=f"involvedObject.name={owner.name},"
-                                                                   "reason=SuccessfulCreate").items
-        created = [e for e in events if replacement.metadata.name in e.message]
+        # Events are written asynchronously: wait (bounded) for the one about the replacement.
+        created = wait_for(lambda: [e for e in lab.core.list_namespaced_event(
+            ns, field_selector=f"involvedObject.name={owner.name},reason=SuccessfulCreate").items
+            if replacement.metadata.name in e.message], 30, "the SuccessfulCreate event of the replacement")
         ev.expect(bool(created), f"event by {created[0].source.component if created else ''}: "
                   f"{created[0].message if created else ''}", "no SuccessfulCreate event for the replacement")

@@ -58,6 +58,8 @@ if [ ! -s "$rootfs_tar" ]; then
     debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
         || { tail -n 30 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
     tar -C "$root" --numeric-owner -cf "$rootfs_tar.part" . && mv "$rootfs_tar.part" "$rootfs_tar"
+    # Only the rootfs of the current package list is worth keeping.
+    find "$cache/node-image" -name 'rootfs-*.tar' ! -path "$rootfs_tar" -delete
 else
     echo "node-image: using cached rootfs $rootfs_tar"
     mkdir -p "$root" && tar -C "$root" --numeric-owner -xf "$rootfs_tar"
