@@ -333,11 +333,17 @@ class Lab:
         """Try to create a ConfigMap; None when it worked, else the error."""
         from kubernetes import client
 
+        from kubernetes.client.rest import ApiException
+
         try:
             self.core.create_namespaced_config_map(
                 ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data={"written": "yes"}),
                 _request_timeout=timeout)
             return None
+        except ApiException as exc:
+            if exc.status == 409:  # written by an earlier attempt: the storage answers
+                return None
+            return f"ApiException: ({exc.status}) {exc.reason}"
         except Exception as exc:  # noqa: BLE001 - any failure is the observation
             return f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
 
