@@ -332,7 +332,6 @@ class Lab:
     def api_writes(self, ns: str, name: str, timeout: float = 8.0) -> str | None:
         """Try to create a ConfigMap; None when it worked, else the error."""
         from kubernetes import client
-
         from kubernetes.client.rest import ApiException
 
         try:
