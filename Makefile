@@ -15,7 +15,7 @@ export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 export KUBECONFIG       ?= $(CURDIR)/.lab/admin.kubeconfig
 
-.PHONY: help deps artifacts node-image settings up down provision smoke check molecule lint unit integration test lab clean
+.PHONY: help deps artifacts node-image settings up down provision smoke check molecule lint unit integration test test-labs lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,7 +41,10 @@ integration: deps artifacts node-image ## tests on real node containers
 	@$(VENV)/bin/pytest -q -m integration tests/integration $(PYTEST_ARGS)
 
 test: deps artifacts node-image lint ## the whole test suite (what CI runs)
-	@$(VENV)/bin/pytest tests $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest tests -m "not labs" $(PYTEST_ARGS)
+
+test-labs: deps artifacts node-image ## lab checks, falsification and restore tests on an ha cluster (~35 min)
+	@$(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
 
 settings: deps ## validate settings.yml (PROFILE, PROVIDER)
 	@$(PY) -m tools.settings check

@@ -15,7 +15,7 @@ import pytest
 from labs.cli import run_check
 from labs.core import Lab, load_checks
 
-pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.labs]
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = [sys.executable, "-m", "labs.cli"]
