@@ -28,6 +28,10 @@ class Node:
     def exec(self, *cmd: str, check: bool = True, timeout: float = 120) -> str:
         return docker("exec", self.name, *cmd, check=check, timeout=timeout)
 
+    def succeeds(self, *cmd: str, timeout: float = 30) -> bool:
+        proc = subprocess.run(["docker", "exec", self.name, *cmd], capture_output=True, timeout=timeout, check=False)
+        return proc.returncode == 0
+
 
 def run_args(name: str) -> list[str]:
     return subprocess.run([str(RUN_ARGS), name], capture_output=True, text=True, check=True).stdout.split()

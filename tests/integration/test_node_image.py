@@ -113,8 +113,8 @@ def test_containerd_and_runc_from_the_cache_run_the_test_image(cluster, cache):
 
     node.exec("systemd-run", "--unit=containerd-it", "--property=Delegate=yes", "--property=KillMode=process",
               "/usr/local/bin/containerd")
-    deadline = time.monotonic() + 30
-    while node.exec("ctr", "version", check=False, timeout=10) == "" and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while not node.succeeds("ctr", "version", timeout=10) and time.monotonic() < deadline:
         time.sleep(0.5)
     print(node.exec("ctr", "version"))
 

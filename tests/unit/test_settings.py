@@ -99,7 +99,8 @@ def test_pod_cidrs_are_distinct_subnets_of_pod_cidr(profile):
 def test_versions_are_resolved_with_images():
     v = S.load(detect=lambda: "docker")["versions"]
     assert v["etcd"] == VERSIONS["components"]["etcd"]["version"]
-    assert v["image_pause"] == "3.10.2" and v["image_echo"] == "1.0.0"
+    assert v["image_pause"] == str(VERSIONS["images"]["pause"]["version"])
+    assert v["image_echo"] == str(VERSIONS["images"]["echo"]["version"])
 
 
 def test_arm64_host_gets_the_arm64_box(monkeypatch):
