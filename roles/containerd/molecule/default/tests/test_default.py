@@ -1,0 +1,39 @@
+"""containerd: the pinned containerd, runc and crictl, running and answering
+over CRI with the network ready, the cgroup driver that fits the node, and
+every image of versions.yml imported under its exact name."""
+
+import json
+from pathlib import Path
+
+import yaml
+
+VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
+
+
+def test_service_is_running_and_enabled(host):
+    service = host.service("containerd")
+    assert service.is_running and service.is_enabled
+
+
+def test_binaries_are_the_pinned_releases(host):
+    pinned = {name: c["version"] for name, c in VERSIONS["components"].items()}
+    assert pinned["containerd"] in host.check_output("containerd --version")
+    assert f"runc version {pinned['runc'].lstrip('v')}" in host.check_output("/usr/local/sbin/runc --version")
+    assert host.check_output("crictl --version") == f"crictl version {pinned['crictl']}"
+
+
+def test_answers_over_cri_with_the_pod_network_ready(host):
+    info = json.loads(host.check_output("crictl info"))
+    conditions = {c["type"]: c["status"] for c in info["status"]["conditions"]}
+    assert conditions["RuntimeReady"] is True and conditions["NetworkReady"] is True, conditions
+
+
+def test_cgroup_driver_fits_the_node(host):
+    systemd = host.check_output("stat -fc %T /sys/fs/cgroup") == "cgroup2fs"
+    assert host.file("/etc/containerd/config.toml").contains(f"SystemdCgroup = {str(systemd).lower()}")
+
+
+def test_images_are_imported_under_their_exact_names(host):
+    held = host.check_output("ctr --namespace k8s.io images list --quiet").splitlines()
+    for image in VERSIONS["images"].values():
+        assert f"{image['name']}:{image['version']}" in held

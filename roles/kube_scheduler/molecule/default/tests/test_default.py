@@ -1,0 +1,58 @@
+"""kube_scheduler: the pinned release, healthy on its local secure port,
+leader, and scheduling (a pod is considered, found no node: this cluster has
+none); kubeconfig 0600."""
+
+import os
+import time
+from pathlib import Path
+
+import yaml
+from kubernetes import client, config
+
+VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
+API = config.new_client_from_config(str(Path(os.environ["K8S_LAB_STATE_DIR"]) / "admin.kubeconfig"))
+
+
+def test_service_is_running_and_enabled(host):
+    service = host.service("kube-scheduler")
+    assert service.is_running and service.is_enabled
+
+
+def test_binary_is_the_pinned_release(host):
+    version = VERSIONS["components"]["kubernetes"]["version"]
+    assert host.check_output("/usr/local/bin/kube-scheduler --version") == f"Kubernetes {version}"
+
+
+def test_healthy_on_its_local_secure_port(host):
+    assert host.socket("tcp://127.0.0.1:10259").is_listening
+    assert host.check_output("curl -sk https://127.0.0.1:10259/healthz") == "ok"
+
+
+def test_configuration(host):
+    assert host.file("/etc/kubernetes/scheduler.kubeconfig").mode == 0o600
+    configuration = yaml.safe_load(host.file("/etc/kubernetes/kube-scheduler.yaml").content_string)
+    assert configuration["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.kubeconfig"
+    assert configuration["leaderElection"]["leaderElect"] is True
+
+
+def test_leads_and_schedules(host):
+    lease = client.CoordinationV1Api(API).read_namespaced_lease("kube-scheduler", "kube-system")
+    assert lease.spec.holder_identity.startswith(host.check_output("hostname"))
+    core = client.CoreV1Api(API)
+    # No controller manager here to make the namespace's service account.
+    if not core.list_namespaced_service_account("default", field_selector="metadata.name=default").items:
+        core.create_namespaced_service_account("default", client.V1ServiceAccount(metadata={"name": "default"}))
+    pause = VERSIONS["images"]["pause"]
+    pod = client.V1Pod(metadata={"name": "molecule-scheduled"},
+                       spec={"containers": [{"name": "pause", "image": f"{pause['name']}:{pause['version']}"}]})
+    core.create_namespaced_pod("default", pod)
+    try:
+        for _ in range(30):
+            conditions = core.read_namespaced_pod("molecule-scheduled", "default").status.conditions or []
+            if any(c.type == "PodScheduled" for c in conditions):
+                break
+            time.sleep(1)
+        scheduled = next(c for c in conditions if c.type == "PodScheduled")
+        assert (scheduled.status, scheduled.reason) == ("False", "Unschedulable")
+    finally:
+        core.delete_namespaced_pod("molecule-scheduled", "default", grace_period_seconds=0)
