@@ -52,6 +52,7 @@ settings: deps ## validate settings.yml (PROFILE, PROVIDER)
 up: settings artifacts ## bring the cluster up (PROFILE=default|ha PROVIDER=auto|virtualbox|libvirt|docker)
 	@if [ "$$($(PY) -m tools.settings resolve | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["provider"])')" = docker ]; then \
 		$(MAKE) --no-print-directory node-image; fi
+	@$(PY) -m tools.settings record
 	@vagrant up --no-parallel
 	@echo "cluster up: export KUBECONFIG=$(KUBECONFIG)"
 
@@ -64,7 +65,7 @@ smoke: settings ## the smoke playbook: workload, Service, DNS, logs, exec, encry
 down: deps ## destroy the machines and everything they left (containers, volumes, networks, state)
 	@vagrant destroy -f || true
 	@tools/node-image/cleanup.sh $$($(PY) -m tools.settings resolve | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])')
-	@rm -rf .lab/pki .lab/kubeconfigs .lab/admin.kubeconfig .lab/encryption-key
+	@rm -rf .lab/pki .lab/kubeconfigs .lab/admin.kubeconfig .lab/encryption-key .lab/cluster.json
 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
 	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)

@@ -19,6 +19,8 @@ import os
 import re
 import signal
 import subprocess
+import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -124,26 +126,55 @@ class Result:
 
 
 class Restorer:
-    """A stack of undo actions, run at the end of a check, at exit and on SIGINT/SIGTERM."""
+    """Stacks of undo actions, one per thread (checks may run side by side), each run at the end of its check;
+    all of them at exit and on SIGINT/SIGTERM. Once closed (interrupted), an action pushed by a check that is
+    still running is carried out at once: nothing is created that nobody would delete."""
 
     def __init__(self) -> None:
-        self.actions: list[tuple[str, Callable[[], None]]] = []
-        atexit.register(self.run_all)
+        self._stacks: dict[int, list[tuple[str, Callable[[], None]]]] = {}
+        self._lock = threading.Lock()
+        self.closed = False
+        atexit.register(self.run_everything)
+
+    @property
+    def actions(self) -> list[tuple[str, Callable[[], None]]]:
+        with self._lock:
+            return self._stacks.setdefault(threading.get_ident(), [])
 
     def push(self, what: str, action: Callable[[], None]) -> None:
+        if self.closed:
+            action()
+            return
         self.actions.append((what, action))
 
     def discard(self, what: str) -> None:
         """Forget an undo action that the check already carried out itself."""
-        for i in range(len(self.actions) - 1, -1, -1):
-            if self.actions[i][0] == what:
-                del self.actions[i]
+        actions = self.actions
+        for i in range(len(actions) - 1, -1, -1):
+            if actions[i][0] == what:
+                del actions[i]
                 return
 
     def run_all(self, log: Callable[[str], None] | None = None) -> list[str]:
+        """Carry out this thread's undo actions, newest first."""
+        return self._run(self.actions, log)
+
+    def run_everything(self) -> None:
+        """Carry out every thread's undo actions (exit, interrupt)."""
+        self.closed = True
+        with self._lock:
+            stacks = list(self._stacks.values())
+        for actions in stacks:
+            self._run(actions, None)
+
+    @staticmethod
+    def _run(actions: list, log: Callable[[str], None] | None) -> list[str]:
         errors = []
-        while self.actions:
-            what, action = self.actions.pop()
+        while actions:
+            try:
+                what, action = actions.pop()
+            except IndexError:  # another thread emptied it meanwhile
+                break
             try:
                 action()
                 if log:
@@ -157,7 +188,7 @@ RESTORER = Restorer()
 
 
 def _on_signal(signum, _frame):
-    RESTORER.run_all()
+    RESTORER.run_everything()
     raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
 
 
@@ -203,6 +234,11 @@ class Lab:
                 f"no Ansible inventory at {self.inventory}. Run `lab` from the k8s-arch-lab checkout, or pass "
                 "--inventory (or K8S_LAB_INVENTORY) with the inventory the playbooks used."
             )
+        # Ansible's commands (ansible-inventory, used here and by testinfra) live beside the lab's own Python
+        # when it runs from the virtualenv without the virtualenv being activated.
+        bindir = str(Path(sys.executable).parent)
+        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
         from kubernetes import client, config
 
         try:
@@ -237,8 +273,12 @@ class Lab:
     @property
     def groups(self) -> dict[str, list[str]]:
         if self._groups is None:
-            out = subprocess.run(["ansible-inventory", "-i", str(self.inventory), "--list"], capture_output=True,
-                                 text=True, timeout=60, check=False, env=self._ansible_env())
+            try:
+                out = subprocess.run(["ansible-inventory", "-i", str(self.inventory), "--list"],
+                                     capture_output=True, text=True, timeout=60, check=False, env=self._ansible_env())
+            except FileNotFoundError as exc:
+                raise LabError("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) "
+                               "and use .venv/bin/lab.") from exc
             if out.returncode != 0:
                 raise LabError(f"cannot read the inventory {self.inventory}: {out.stderr.strip()[-500:]}")
             data = json.loads(out.stdout)

@@ -33,6 +33,7 @@ SETTINGS_FILE = ROOT / "settings.yml"
 VERSIONS_FILE = ROOT / "versions.yml"
 SCHEMA_FILE = Path(__file__).with_name("settings.schema.json")
 STATE_DIR = ROOT / ".lab"
+RECORD = "cluster.json"  # in the state dir: the profile and provider of the cluster that is up
 
 PROVIDERS = ("auto", "virtualbox", "libvirt", "docker")
 VM_PROVIDERS = ("virtualbox", "libvirt")
@@ -266,13 +267,29 @@ def detect_provider(*, which: Callable[[str], str | None] = shutil.which,
     return "docker"
 
 
-def _choose(argument: str | None, env: str, from_file) -> tuple[str, str]:
-    """The effective value and, for messages, where it came from when not from the file."""
+def _choose(argument: str | None, env: str, recorded: str | None, from_file) -> tuple[str, str]:
+    """The effective value and, for messages, where it came from when not from the file: an argument, then the
+    environment, then what `record` wrote when the running cluster was brought up, then the file."""
     if argument:
         return argument, " (override)"
     if os.environ.get(env):
         return os.environ[env], f" (from {env})"
+    if recorded:
+        return recorded, f" (the running cluster's, in {RECORD})"
     return from_file, ""
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("K8S_LAB_STATE") or STATE_DIR).expanduser().absolute()
+
+
+def recorded() -> dict:
+    """The profile and provider the running cluster was brought up with ({} when none is recorded)."""
+    try:
+        data = json.loads((state_dir() / RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _resolve(doc: dict, profile: str, provider: str, arch: str, versions: dict[str, str]) -> dict:
@@ -291,7 +308,7 @@ def _resolve(doc: dict, profile: str, provider: str, arch: str, versions: dict[s
     vip = str(base + VIP_HOST) if counts["control_plane"] > 1 else None
     port = 8443 if vip else 6443
     services = ipaddress.ip_network(net["service_cidr"])
-    state = Path(os.environ.get("K8S_LAB_STATE") or STATE_DIR).expanduser().absolute()
+    state = state_dir()
     return {
         **doc,
         "profile": profile,
@@ -313,7 +330,8 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
 
     ``path`` defaults to $K8S_LAB_SETTINGS, then settings.yml at the repository root.
     ``profile``/``provider`` override the file, as do $K8S_LAB_PROFILE/$K8S_LAB_PROVIDER when the
-    arguments are None. ``detect`` (default detect_provider) is what provider "auto" resolves with.
+    arguments are None, and then the profile and provider recorded when the running cluster was brought up
+    (``record``; removed by `make down`), so that later commands address the machines that exist. ``detect`` (default detect_provider) is what provider "auto" resolves with.
     """
     path = Path(path or os.environ.get("K8S_LAB_SETTINGS") or SETTINGS_FILE)
     versions_path = Path(versions_path)
@@ -328,8 +346,9 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
         raise SettingsError(problems)
 
     bad = _schema_problems(doc, where, problems)
-    profile, profile_from = _choose(profile, "K8S_LAB_PROFILE", doc.get("profile"))
-    provider, provider_from = _choose(provider, "K8S_LAB_PROVIDER", doc.get("provider"))
+    record = recorded()
+    profile, profile_from = _choose(profile, "K8S_LAB_PROFILE", record.get("profile"), doc.get("profile"))
+    provider, provider_from = _choose(provider, "K8S_LAB_PROVIDER", record.get("provider"), doc.get("provider"))
     profiles = doc.get("profiles") if "profiles" not in bad else None
     if profiles is not None and isinstance(profile, str) and profile not in profiles:
         problems.append(f"{where}: profile: unknown profile {profile!r}{profile_from} "
@@ -365,8 +384,9 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tools.settings", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("check", "resolve"),
-                        help="check: validate and summarise; resolve: print the resolved settings as JSON")
+    parser.add_argument("command", choices=("check", "resolve", "record"),
+                        help="check: validate and summarise; resolve: print the resolved settings as JSON; "
+                             "record: remember the profile and provider for the cluster being brought up")
     parser.add_argument("--profile", help="override the profile (default: $K8S_LAB_PROFILE, then the file)")
     parser.add_argument("--provider", help="override the provider (default: $K8S_LAB_PROVIDER, then the file)")
     parser.add_argument("--file", type=Path, help="the settings file (default: $K8S_LAB_SETTINGS, then settings.yml)")
@@ -378,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "resolve":
         print(json.dumps(settings, indent=2))
+    elif args.command == "record":
+        path = Path(settings["state_dir"]) / RECORD
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"profile": settings["profile"], "provider": settings["provider"]}) + "\n")
+        print(f"recorded in {path}: profile {settings['profile']}, provider {settings['provider']}")
     else:
         nodes = ", ".join(f"{n['name']} {n['ip']}" for n in settings["nodes"])
         print(f"settings OK: profile {settings['profile']}, provider {settings['provider']}, "

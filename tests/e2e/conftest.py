@@ -1,7 +1,11 @@
 """One cluster at a time, shared by every end-to-end test of its profile.
 
 Tests ask for a profile with `cluster_up("ha")`; the session brings that
-profile up once (tearing down another one first) and destroys it at the end."""
+profile up once (tearing down another one first) and destroys it at the end.
+
+K8S_LAB_E2E_REUSE=ha (or default) uses the cluster of that profile that is
+already running, as `make up PROFILE=ha` left it, and leaves it running: for
+working on one test without a new bring-up each time."""
 
 from __future__ import annotations
 
@@ -31,7 +35,10 @@ class Clusters:
         self.profile: str | None = None
         self.up_output: dict[str, subprocess.CompletedProcess] = {}
 
-    def __call__(self, profile: str) -> subprocess.CompletedProcess:
+    def __call__(self, profile: str) -> subprocess.CompletedProcess | None:
+        if os.environ.get("K8S_LAB_E2E_REUSE") == profile:
+            os.environ["K8S_LAB_PROFILE"] = profile
+            return self.up_output.get(profile)
         if self.profile != profile:
             make("down", self.profile or profile, timeout=300, check=False)
             self.profile = None

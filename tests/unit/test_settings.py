@@ -26,8 +26,9 @@ detect_provider = S.detect_provider  # the real one: clean_env replaces it in th
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     """Tests must not depend on the caller's overrides, nor on this host's hypervisors."""
-    for name in ("K8S_LAB_PROFILE", "K8S_LAB_PROVIDER", "K8S_LAB_SETTINGS", "K8S_LAB_STATE"):
+    for name in ("K8S_LAB_PROFILE", "K8S_LAB_PROVIDER", "K8S_LAB_SETTINGS"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("K8S_LAB_STATE", str(tmp_path / "state"))  # no running cluster's record
     monkeypatch.setattr(S, "detect_provider", lambda: "docker")
     monkeypatch.setattr(S.platform, "machine", lambda: "x86_64")
 
@@ -63,7 +64,9 @@ def test_schema_is_valid_draft_2020_12():
     jsonschema.Draft202012Validator.check_schema(json.loads(S.SCHEMA_FILE.read_text()))
 
 
-def test_default_profile_resolves():
+def test_default_profile_resolves(monkeypatch):
+    monkeypatch.delenv("K8S_LAB_STATE")
+    monkeypatch.setattr(S, "recorded", dict)  # whatever cluster this host runs
     s = S.load(detect=lambda: "docker")
     assert (s["profile"], s["provider"], s["arch"], s["box"]) == ("default", "docker", "amd64", "debian/bookworm64")
     assert [(n["name"], n["role"], n["ip"], n["etcd"]) for n in s["nodes"]] == [
@@ -126,6 +129,19 @@ def test_env_overrides_file_and_arguments_override_env(monkeypatch):
     s = S.load(profile="default", provider="docker")
     assert (s["profile"], s["provider"]) == ("default", "docker")
     monkeypatch.setenv("K8S_LAB_PROFILE", "")  # empty means unset
+    assert S.load()["profile"] == "default"
+
+
+def test_the_running_clusters_record_comes_after_env_and_before_the_file(monkeypatch):
+    proc = run(sys.executable, "-m", "tools.settings", "record", "--profile", "ha")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((Path(os.environ["K8S_LAB_STATE"]) / "cluster.json").read_text()) == {
+        "profile": "ha", "provider": "docker"}
+    assert S.load()["profile"] == "ha"
+    monkeypatch.setenv("K8S_LAB_PROFILE", "default")
+    assert S.load()["profile"] == "default"
+    monkeypatch.delenv("K8S_LAB_PROFILE")
+    (Path(os.environ["K8S_LAB_STATE"]) / "cluster.json").unlink()
     assert S.load()["profile"] == "default"
 
 
@@ -307,7 +323,7 @@ def test_inventory_list():
     assert inv["_meta"]["hostvars"]["w2"] == {
         "ansible_host": "192.168.56.22",
         "ansible_user": "root",
-        "ansible_ssh_private_key_file": str(ROOT / ".lab" / "ssh" / "id_ed25519"),
+        "ansible_ssh_private_key_file": os.path.join(os.environ["K8S_LAB_STATE"], "ssh", "id_ed25519"),
         "lab_node_ip": "192.168.56.22",
         "lab_pod_cidr": "10.244.4.0/24",
         "lab_node_role": "worker",
