@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("check", help="run checks against the live cluster")
     run.add_argument("ids", nargs="*", metavar="ID")
     run.add_argument("--all", action="store_true", help="every check")
-    run.add_argument("--no-disruptive", action="store_true", help="leave out checks that stop components (alone: every other check)")
+    run.add_argument("--no-disruptive", action="store_true",
+                     help="leave out checks that stop components (alone: every other check)")
     run.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: $KUBECONFIG or .lab/admin.kubeconfig)")
     run.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
     run.add_argument("--jobs", "-j", type=int, default=4, metavar="N",

@@ -1,8 +1,9 @@
 """Measure the lab: warm artifact check, node image, bring-up per phase,
-re-run, smoke, and the running cluster's memory. A benchmark, not a test:
-it prints figures and exits 0 unless a step fails.
+re-run, smoke, the running cluster's memory, and `lab check` without and
+with the disruptive checks. A benchmark, not a test: it prints figures and
+exits 0 unless a step fails (a failing lab check is reported, not fatal).
 
-Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--json FILE]
+Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--no-checks] [--json FILE]
 
 Destroys any running lab first (make down) and, unless --keep, at the end.
 """
@@ -16,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,9 +55,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="default", choices=["default", "ha"])
     parser.add_argument("--keep", action="store_true", help="leave the cluster running")
+    parser.add_argument("--no-checks", action="store_true", help="leave out the lab checks")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
-    env = dict(os.environ, PROFILE=args.profile, PROVIDER="docker", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    env = dict(os.environ, PROFILE=args.profile, PROVIDER="docker", K8S_LAB_PROFILE=args.profile,
+               K8S_LAB_PROVIDER="docker", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     venv = ROOT / ".venv/bin"
     env["PATH"] = f"{venv}:{env['PATH']}"
     playbook = [str(venv / "ansible-playbook"), "-i", "inventory"]
@@ -67,6 +71,7 @@ def main() -> int:
     run(["make", "--no-print-directory", "node-image"], env, "make node-image (warm)", results)
     run(["make", "--no-print-directory", "down"], env, "make down (before)", results)
     started = time.monotonic()
+    run([str(venv / "python"), "-m", "tools.settings", "record"], env, "record the profile", results)
     run(["vagrant", "up", "--no-parallel", "--no-provision"], env, "machines up (vagrant)", results)
     for layer in LAYERS:
         run(playbook + [f"playbooks/{layer}.yml"], env, f"playbook {layer}", results)
@@ -81,6 +86,17 @@ def main() -> int:
     results["memory MiB per node"] = mem
     results["memory MiB total"] = round(sum(mem.values()), 1)
     print(f"{'cluster memory':32} {results['memory MiB total']:7.1f} MiB  {mem}")
+    if not args.no_checks:
+        for label, flags in (("lab check --no-disruptive", ["--no-disruptive"]), ("lab check --all", ["--all"])):
+            report = ROOT / ".lab" / "benchmark-checks.json"
+            started = time.monotonic()
+            subprocess.run([str(venv / "lab"), "check", *flags, "--json", str(report)], cwd=ROOT, env=env,
+                           capture_output=True, text=True, check=False)
+            elapsed = round(time.monotonic() - started, 1)
+            statuses = Counter(r["status"] for r in json.loads(report.read_text()))
+            report.unlink()
+            results[label] = {"seconds": elapsed, **statuses}
+            print(f"{label:32} {elapsed:7.1f} s   {dict(statuses)}", flush=True)
     if not args.keep:
         run(["make", "--no-print-directory", "down"], env, "make down", results)
     if args.json:

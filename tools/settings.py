@@ -331,7 +331,8 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
     ``path`` defaults to $K8S_LAB_SETTINGS, then settings.yml at the repository root.
     ``profile``/``provider`` override the file, as do $K8S_LAB_PROFILE/$K8S_LAB_PROVIDER when the
     arguments are None, and then the profile and provider recorded when the running cluster was brought up
-    (``record``; removed by `make down`), so that later commands address the machines that exist. ``detect`` (default detect_provider) is what provider "auto" resolves with.
+    (``record``; removed by `make down`), so that later commands address the machines that exist.
+    ``detect`` (default detect_provider) is what provider "auto" resolves with.
     """
     path = Path(path or os.environ.get("K8S_LAB_SETTINGS") or SETTINGS_FILE)
     versions_path = Path(versions_path)

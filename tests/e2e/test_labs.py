@@ -92,15 +92,23 @@ def unstoppable(lab: Lab, nodes: list[str], *units: str):
         lab.wait_healthy(timeout=240)
 
 
+def active_services(lab: Lab, node: str) -> list[str]:
+    return lab.sh(node, "systemctl list-units --type=service --state=active --no-legend --plain | "
+                        "awk '{print $1}'").split()
+
+
 @contextlib.contextmanager
 def stopped(lab: Lab, nodes: list[str], unit: str):
+    """A unit stopped; afterwards it is started again, with every service that systemd stopped along with it
+    (kubelet requires containerd)."""
+    before = {node: active_services(lab, node) for node in nodes}
     for node in nodes:
         lab.sh(node, f"systemctl stop {unit}")
     try:
         yield
     finally:
         for node in nodes:
-            lab.sh(node, f"systemctl start --no-block {unit}")
+            lab.sh(node, f"systemctl start --no-block {unit} {' '.join(before[node])}", check=False)
         lab.wait_healthy(timeout=240)
 
 
