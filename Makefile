@@ -41,9 +41,9 @@ integration: deps artifacts node-image ## tests on real node containers
 	@$(VENV)/bin/pytest -q -m integration tests/integration $(PYTEST_ARGS)
 
 test: deps artifacts node-image lint ## the whole test suite (what CI runs)
-	@$(VENV)/bin/pytest tests -m "not labs" $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest tests $(PYTEST_ARGS)
 
-test-labs: deps artifacts node-image ## lab checks, falsification and restore tests on an ha cluster (~35 min)
+test-labs: deps artifacts node-image ## only the lab checks, falsification and restore tests on an ha cluster
 	@$(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
 
 settings: deps ## validate settings.yml (PROFILE, PROVIDER)
