@@ -245,6 +245,7 @@ class Lab:
             self.api_client = config.new_client_from_config(config_file=str(self.kubeconfig))
         except Exception as exc:  # noqa: BLE001 - any parse problem is the user's input
             raise LabError(f"cannot use the kubeconfig {self.kubeconfig}: {exc}") from exc
+        bound_requests()
         self.core = client.CoreV1Api(self.api_client)
         self.apps = client.AppsV1Api(self.api_client)
         self.coordination = client.CoordinationV1Api(self.api_client)
@@ -440,6 +441,27 @@ class Lab:
         """Seconds the node controller waits before marking a silent node (controller-manager flag)."""
         value = self.unit_arg(self.control_plane[0], "kube-controller-manager", "node-monitor-grace-period") or "50s"
         return parse_duration(value)
+
+
+REQUEST_TIMEOUT = (10, 90)  # seconds: connect; read (the API server's own request timeout is 60 s)
+
+
+def bound_requests() -> None:
+    """Give every API request of this process (every client, watches included) a timeout unless it has its own.
+    The official client blocks forever by default: a connection cut silently (the API address moved to another
+    node) would hang the check."""
+    from kubernetes.client import rest
+
+    if getattr(rest.RESTClientObject.request, "lab_bounded", False):
+        return
+    unbounded = rest.RESTClientObject.request
+
+    def request(self, method, url, headers=None, body=None, post_params=None, _request_timeout=None):
+        return unbounded(self, method, url, headers=headers, body=body, post_params=post_params,
+                         _request_timeout=_request_timeout or REQUEST_TIMEOUT)
+
+    request.lab_bounded = True
+    rest.RESTClientObject.request = request
 
 
 def parse_duration(text: str) -> float:

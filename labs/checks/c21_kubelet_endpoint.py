@@ -13,7 +13,7 @@ from labs.core import (
     wait_for,
 )
 
-EXEC_SECONDS = 8  # how long the exec keeps its stream (and the API server's connection to the kubelet) open
+EXEC_SECONDS = 15  # how long the exec keeps its stream (and the API server's connection to the kubelet) open
 
 
 @check(
