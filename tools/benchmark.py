@@ -4,6 +4,7 @@ with the disruptive checks. A benchmark, not a test: it prints figures and
 exits 0 unless a step fails (a failing lab check is reported, not fatal).
 
 Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--no-checks] [--json FILE]
+       python3 -m tools.benchmark --checks-only     # only `lab check`, on the cluster that is up
 
 Destroys any running lab first (make down) and, unless --keep, at the end.
 """
@@ -51,11 +52,29 @@ def memory_mib() -> dict[str, float]:
     return usage
 
 
+def time_checks(env: dict, venv: Path) -> dict:
+    """`lab check` without, then with the disruptive checks: seconds and results."""
+    results = {}
+    for label, flags in (("lab check --no-disruptive", ["--no-disruptive"]), ("lab check --all", ["--all"])):
+        report = ROOT / ".lab" / "benchmark-checks.json"
+        started = time.monotonic()
+        subprocess.run([str(venv / "lab"), "check", *flags, "--json", str(report)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, check=False)
+        elapsed = round(time.monotonic() - started, 1)
+        statuses = Counter(r["status"] for r in json.loads(report.read_text()))
+        report.unlink()
+        results[label] = {"seconds": elapsed, **statuses}
+        print(f"{label:32} {elapsed:7.1f} s   {dict(statuses)}", flush=True)
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="default", choices=["default", "ha"])
     parser.add_argument("--keep", action="store_true", help="leave the cluster running")
     parser.add_argument("--no-checks", action="store_true", help="leave out the lab checks")
+    parser.add_argument("--checks-only", action="store_true",
+                        help="only time `lab check` (without, then with the disruptive checks) on the running cluster")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     env = dict(os.environ, PROFILE=args.profile, PROVIDER="docker", K8S_LAB_PROFILE=args.profile,
@@ -66,6 +85,13 @@ def main() -> int:
     results: dict = {"profile": args.profile}
 
     print(f"k8s-arch-lab benchmark, profile {args.profile}, {os.cpu_count()} cores")
+    if args.checks_only:
+        for name in ("PROFILE", "K8S_LAB_PROFILE"):  # the running cluster's own profile (recorded by make up)
+            env.pop(name, None)
+        results.update(profile="(the running cluster's)", **time_checks(env, venv))
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2) + "\n")
+        return 0
     run(["make", "--no-print-directory", "deps"], env, "make deps (warm)", results)
     run(["make", "--no-print-directory", "artifacts"], env, "make artifacts (warm)", results)
     run(["make", "--no-print-directory", "node-image"], env, "make node-image (warm)", results)
@@ -87,16 +113,7 @@ def main() -> int:
     results["memory MiB total"] = round(sum(mem.values()), 1)
     print(f"{'cluster memory':32} {results['memory MiB total']:7.1f} MiB  {mem}")
     if not args.no_checks:
-        for label, flags in (("lab check --no-disruptive", ["--no-disruptive"]), ("lab check --all", ["--all"])):
-            report = ROOT / ".lab" / "benchmark-checks.json"
-            started = time.monotonic()
-            subprocess.run([str(venv / "lab"), "check", *flags, "--json", str(report)], cwd=ROOT, env=env,
-                           capture_output=True, text=True, check=False)
-            elapsed = round(time.monotonic() - started, 1)
-            statuses = Counter(r["status"] for r in json.loads(report.read_text()))
-            report.unlink()
-            results[label] = {"seconds": elapsed, **statuses}
-            print(f"{label:32} {elapsed:7.1f} s   {dict(statuses)}", flush=True)
+        results.update(time_checks(env, venv))
     if not args.keep:
         run(["make", "--no-print-directory", "down"], env, "make down", results)
     if args.json:
