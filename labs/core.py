@@ -31,6 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KUBECONFIG = ROOT / ".lab/admin.kubeconfig"
 DEFAULT_INVENTORY = ROOT / "inventory"
 LAB_LABEL = "k8s-arch-lab/check"
+# The systemd units the playbooks install (each node has those of its roles).
+CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "haproxy", "keepalived",
+                 "containerd", "kubelet", "kube-proxy", "pod-network")
 
 
 class LabError(Exception):
@@ -430,12 +433,26 @@ class Lab:
                 ready.append(node.metadata.name)
         return sorted(ready)
 
+    def units_down(self) -> dict[str, list[str]]:
+        """Per node, the cluster's units that are enabled there but not active (a component that exited, e.g. on
+        losing its leader election while the API was away, and is waiting for systemd to restart it)."""
+        down = {}
+        for node in self.nodes:
+            out = self.sh(node, f"for u in {' '.join(CLUSTER_UNITS)}; do systemctl is-enabled -q $u 2>/dev/null && "
+                                "{ systemctl is-active -q $u || echo $u; }; done; true", check=False).split()
+            if out:
+                down[node] = out
+        return down
+
     def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
-        """Every inventory node Ready and the API answering (bounded)."""
+        """Every inventory node Ready, the API answering and every cluster unit active (bounded)."""
         want = sorted(self.nodes)
+        deadline = time.monotonic() + timeout
         wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 2)
+        wait_for(lambda: not self.units_down(), max(10.0, deadline - time.monotonic()),
+                 "every component's unit to be active again", 2)
         if ev:
-            ev.step(f"cluster healthy again: {', '.join(want)} Ready")
+            ev.step(f"cluster healthy again: {', '.join(want)} Ready, every component's unit active")
 
     def node_monitor_grace(self) -> float:
         """Seconds the node controller waits before marking a silent node (controller-manager flag)."""
