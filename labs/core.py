@@ -32,8 +32,10 @@ DEFAULT_KUBECONFIG = ROOT / ".lab/admin.kubeconfig"
 DEFAULT_INVENTORY = ROOT / "inventory"
 LAB_LABEL = "k8s-arch-lab/check"
 # The systemd units the playbooks install (each node has those of its roles).
-CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "haproxy", "keepalived",
-                 "containerd", "kubelet", "kube-proxy", "pod-network")
+CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet",
+                 "kube-proxy", "pod-network")
+LB_UNITS = ("haproxy", "keepalived")  # on the control-plane nodes of a cluster with several (the node image has
+# them everywhere, enabled by their packages but unconfigured on the other machines)
 
 
 class LabError(Exception):
@@ -438,7 +440,8 @@ class Lab:
         losing its leader election while the API was away, and is waiting for systemd to restart it)."""
         down = {}
         for node in self.nodes:
-            out = self.sh(node, f"for u in {' '.join(CLUSTER_UNITS)}; do systemctl is-enabled -q $u 2>/dev/null && "
+            units = CLUSTER_UNITS + (LB_UNITS if node in self.control_plane and len(self.control_plane) > 1 else ())
+            out = self.sh(node, f"for u in {' '.join(units)}; do systemctl is-enabled -q $u 2>/dev/null && "
                                 "{ systemctl is-active -q $u || echo $u; }; done; true", check=False).split()
             if out:
                 down[node] = out
