@@ -142,10 +142,9 @@ def vip_holder(lab: Lab) -> str:
     return next(n for n in lab.control_plane if vip in lab.sh(n, "ip -4 -o addr show", check=False))
 
 
-def api_ready(lab: Lab, node: str) -> bool:
+def api_ready(lab: Lab, node: str, port: str) -> bool:
     """The node's own API server answers /readyz (as an authenticated caller: anonymous requests are refused)."""
     pki = "/etc/kubernetes/pki"
-    port = lab.unit_arg(node, "kube-apiserver", "secure-port") or "6443"
     out = lab.sh(node, f"curl -s --max-time 5 --cacert {pki}/ca.crt --cert {pki}/apiserver-kubelet-client.crt "
                        f"--key {pki}/apiserver-kubelet-client.key https://127.0.0.1:{port}/readyz", check=False)
     return out == "ok"
@@ -156,7 +155,8 @@ def restart(lab: Lab, nodes: list[str], unit: str) -> None:
     for node in nodes:
         lab.sh(node, f"systemctl restart {unit}")
         if unit == "kube-apiserver":
-            wait_for(lambda n=node: api_ready(lab, n), 120, f"the API server on {node}")
+            port = lab.unit_arg(node, "kube-apiserver", "secure-port") or "6443"
+            wait_for(lambda n=node, p=port: api_ready(lab, n, p), 120, f"the API server on {node}")
 
 
 @contextlib.contextmanager
@@ -295,33 +295,20 @@ def deny_greetings(lab: Lab):
 @contextlib.contextmanager
 def after_call(module, function: str, disrupt):
     """Run the check as it is, but once ``module.function`` has returned (its pod or Deployment runs), make the
-    claim false with ``disrupt(result)``, which returns the undo. The cluster itself is changed, not the check."""
+    claim false with ``disrupt(result)``, a context manager (e.g. ``stopped``) left at the end of the test. The
+    cluster itself is changed, not the check."""
     real = getattr(module, function)
-    undo = []
+    with contextlib.ExitStack() as falsified:
+        def wrapped(*args, **kwargs):
+            result = real(*args, **kwargs)
+            falsified.enter_context(disrupt(result))
+            return result
 
-    def wrapped(*args, **kwargs):
-        result = real(*args, **kwargs)
-        undo.append(disrupt(result))
-        return result
-
-    setattr(module, function, wrapped)
-    try:
-        yield
-    finally:
-        setattr(module, function, real)
-        for action in undo:
-            action()
-
-
-def stop_now(lab: Lab, nodes: list[str], unit: str):
-    for node in nodes:
-        lab.sh(node, f"systemctl stop {unit}")
-
-    def undo():
-        for node in nodes:
-            lab.sh(node, f"systemctl start --no-block {unit}", check=False)
-        lab.wait_healthy(timeout=240)
-    return undo
+        setattr(module, function, wrapped)
+        try:
+            yield
+        finally:
+            setattr(module, function, real)
 
 
 def check_module(check_id: str):
@@ -358,7 +345,7 @@ def falsifiers(lab: Lab) -> dict:
                               yaml_edit(scheduler_ignores_requests), "kube-scheduler"),
         # once the Deployment runs, the controllers stop: a deleted pod is not replaced
         "C12": lambda: after_call(check_module("C12"), "run_deployment",
-                                  lambda _pods: stop_now(lab, lab.control_plane, "kube-controller-manager")),
+                                  lambda _pods: stopped(lab, lab.control_plane, "kube-controller-manager")),
         "C13": lambda: unstoppable(lab, lab.control_plane, "kube-controller-manager"),
         "C14": lambda: unstoppable(lab, [lab.workers[-1]], "kubelet"),
         # the API refuses the controller's writes: nothing gets reconciled
@@ -368,7 +355,7 @@ def falsifiers(lab: Lab) -> dict:
         "C17": lambda: stopped(lab, [worker], "kubelet"),
         # once the pod runs, its node's kubelet stops: a killed container is not restarted
         "C18": lambda: after_call(check_module("C18"), "run_pod",
-                                  lambda pod: stop_now(lab, [pod.spec.node_name], "kubelet")),
+                                  lambda pod: stopped(lab, [pod.spec.node_name], "kubelet")),
         # a worker's kubelet stops renewing its Lease
         "C19": lambda: stopped(lab, [lab.workers[-1]], "kubelet"),
         # the nodes' group may read every Secret (the pre-Node-authorizer binding)
