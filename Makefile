@@ -43,7 +43,7 @@ integration: deps artifacts node-image ## tests on real node containers
 test: deps artifacts node-image lint ## the whole test suite (what CI runs)
 	@$(VENV)/bin/pytest tests $(PYTEST_ARGS)
 
-test-labs: deps artifacts node-image ## only the lab checks, falsification and restore tests on an ha cluster
+test-labs: deps artifacts node-image ## only the lab checks (both profiles), falsification and restore tests (ha)
 	@$(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
 
 settings: deps ## validate settings.yml (PROFILE, PROVIDER)

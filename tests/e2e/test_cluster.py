@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,24 @@ def test_second_provision_changes_nothing(cluster):
     assert result, again.stdout[-3000:]
     changed = {host: r["changed"] for host, r in result.items() if r["changed"]}
     assert not changed, f"second run changed something: {changed}\n{again.stdout[-6000:]}"
+
+
+@pytest.mark.labs
+def test_lab_checks_on_the_default_profile(cluster, tmp_path):
+    """One control-plane node: the checks that need three etcd members or several API servers (C09, C28) skip
+    and say why; every other check passes, the disruptive ones included. (The ha profile's run is in
+    test_labs.py, with the falsification tests.)"""
+    profile, _ = cluster
+    if profile != "default":
+        pytest.skip("the ha profile's lab checks run in test_labs.py")
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "labs.cli", "check", "--all", "--json", str(report)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800, check=False)
+    print(proc.stdout[-20000:])
+    results = {r["id"]: r for r in json.loads(report.read_text())}
+    skipped = {i: r["message"] for i, r in results.items() if r["status"] == "skipped"}
+    assert sorted(skipped) == ["C09", "C28"], skipped
+    assert all(skipped.values()), f"a skip without its reason: {skipped}"
+    bad = {i: r["message"] for i, r in results.items() if r["status"] not in ("passed", "skipped")}
+    assert not bad, bad
+    assert proc.returncode == 0, proc.stderr[-3000:]
