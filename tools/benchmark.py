@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from tools.settings import recorded
+
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["nodes", "pki", "control_plane", "workers", "addons"]
 
@@ -84,14 +86,16 @@ def main() -> int:
     playbook = [str(venv / "ansible-playbook"), "-i", "inventory"]
     results: dict = {"profile": args.profile}
 
-    print(f"k8s-arch-lab benchmark, profile {args.profile}, {os.cpu_count()} cores")
     if args.checks_only:
         for name in ("PROFILE", "K8S_LAB_PROFILE"):  # the running cluster's own profile (recorded by make up)
             env.pop(name, None)
-        results.update(profile="(the running cluster's)", **time_checks(env, venv))
+        results["profile"] = recorded().get("profile", "(not recorded)")
+        print(f"k8s-arch-lab benchmark, checks only, profile {results['profile']}, {os.cpu_count()} cores")
+        results.update(time_checks(env, venv))
         if args.json:
             args.json.write_text(json.dumps(results, indent=2) + "\n")
         return 0
+    print(f"k8s-arch-lab benchmark, profile {args.profile}, {os.cpu_count()} cores")
     run(["make", "--no-print-directory", "deps"], env, "make deps (warm)", results)
     run(["make", "--no-print-directory", "artifacts"], env, "make artifacts (warm)", results)
     run(["make", "--no-print-directory", "node-image"], env, "make node-image (warm)", results)
