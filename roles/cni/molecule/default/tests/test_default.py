@@ -9,8 +9,8 @@ from pathlib import Path
 
 import testinfra
 import yaml
+from component import VERSIONS
 
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
 PLATFORMS = yaml.safe_load(Path(os.environ["MOLECULE_FILE"]).read_text())["platforms"]
 CONFLIST = "/etc/cni/net.d/10-bridge.conflist"
 

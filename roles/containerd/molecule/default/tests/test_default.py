@@ -3,16 +3,12 @@ over CRI with the network ready, the cgroup driver that fits the node, and
 every image of versions.yml imported under its exact name."""
 
 import json
-from pathlib import Path
 
-import yaml
-
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
+from component import VERSIONS, assert_running_and_enabled
 
 
 def test_service_is_running_and_enabled(host):
-    service = host.service("containerd")
-    assert service.is_running and service.is_enabled
+    assert_running_and_enabled(host, "containerd")
 
 
 def test_binaries_are_the_pinned_releases(host):

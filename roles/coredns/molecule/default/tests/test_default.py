@@ -2,14 +2,10 @@
 Service on the cluster's DNS address (UDP and TCP), and cluster names
 resolved through it from every node."""
 
-import os
-from pathlib import Path
+from component import VERSIONS, admin_client
+from kubernetes import client
 
-import yaml
-from kubernetes import client, config
-
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
-API = config.new_client_from_config(str(Path(os.environ["K8S_LAB_STATE_DIR"]) / "admin.kubeconfig"))
+API = admin_client()
 # One A query over UDP to the kube-dns Service; prints the first answer's address.
 QUERY = r"""
 import socket, struct, sys

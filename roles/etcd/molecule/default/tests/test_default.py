@@ -1,18 +1,14 @@
 """etcd: a healthy three-member cluster over TLS with client certificates,
 the pinned release, private keys 0600."""
 
-from pathlib import Path
-
 import pytest
-import yaml
+from component import VERSIONS, assert_running_and_enabled
 
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
 ETCDCTL = ". /etc/etcd/etcdctl.env && etcdctl"
 
 
 def test_service_is_running_and_enabled(host):
-    etcd = host.service("etcd")
-    assert etcd.is_running and etcd.is_enabled
+    assert_running_and_enabled(host, "etcd")
 
 
 def test_binaries_are_the_pinned_release(host):

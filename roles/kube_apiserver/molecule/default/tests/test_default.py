@@ -1,25 +1,18 @@
 """kube_apiserver: the pinned release serving TLS on 6443, ready, refusing
 anonymous API requests, keys 0600, and Secrets encrypted at rest in etcd."""
 
-import os
-from pathlib import Path
+from component import admin_client, assert_pinned_kubernetes_release, assert_running_and_enabled
+from kubernetes import client
 
-import yaml
-from kubernetes import client, config
-
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
-ADMIN = Path(os.environ["K8S_LAB_STATE_DIR"]) / "admin.kubeconfig"
 CA = "/etc/kubernetes/pki/ca.crt"
 
 
 def test_service_is_running_and_enabled(host):
-    service = host.service("kube-apiserver")
-    assert service.is_running and service.is_enabled
+    assert_running_and_enabled(host, "kube-apiserver")
 
 
 def test_binary_is_the_pinned_release(host):
-    version = VERSIONS["components"]["kubernetes"]["version"]
-    assert host.check_output("/usr/local/bin/kube-apiserver --version") == f"Kubernetes {version}"
+    assert_pinned_kubernetes_release(host, "kube-apiserver")
 
 
 def test_serves_tls_on_6443_and_is_ready(host):
@@ -41,7 +34,7 @@ def test_keys_and_encryption_configuration_are_readable_by_root_only(host):
 
 
 def test_secrets_are_encrypted_in_etcd(host):
-    api = client.CoreV1Api(config.new_client_from_config(str(ADMIN)))
+    api = client.CoreV1Api(admin_client())
     name, value = "molecule-encrypted", "plain-text-value"
     if not api.list_namespaced_secret("default", field_selector=f"metadata.name={name}").items:
         api.create_namespaced_secret("default", client.V1Secret(metadata={"name": name}, string_data={"k": value}))

@@ -2,31 +2,30 @@
 port, leader of the cluster, and doing its job (service accounts and the
 root CA published in every namespace); keys 0600."""
 
-import os
 import time
-from pathlib import Path
 
-import yaml
-from kubernetes import client, config
+from component import (
+    STATE,
+    admin_client,
+    assert_healthy_on_local_secure_port,
+    assert_pinned_kubernetes_release,
+    assert_running_and_enabled,
+)
+from kubernetes import client
 
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
-STATE = Path(os.environ["K8S_LAB_STATE_DIR"])
-API = config.new_client_from_config(str(STATE / "admin.kubeconfig"))
+API = admin_client()
 
 
 def test_service_is_running_and_enabled(host):
-    service = host.service("kube-controller-manager")
-    assert service.is_running and service.is_enabled
+    assert_running_and_enabled(host, "kube-controller-manager")
 
 
 def test_binary_is_the_pinned_release(host):
-    version = VERSIONS["components"]["kubernetes"]["version"]
-    assert host.check_output("/usr/local/bin/kube-controller-manager --version") == f"Kubernetes {version}"
+    assert_pinned_kubernetes_release(host, "kube-controller-manager")
 
 
 def test_healthy_on_its_local_secure_port(host):
-    assert host.socket("tcp://127.0.0.1:10257").is_listening
-    assert host.check_output("curl -sk https://127.0.0.1:10257/healthz") == "ok"
+    assert_healthy_on_local_secure_port(host, 10257)
 
 
 def test_keys_and_kubeconfig_are_readable_by_root_only(host):

@@ -2,21 +2,16 @@
 in place: the kubernetes Service's ClusterIP reaches the API server from the
 node."""
 
-from pathlib import Path
-
 import yaml
-
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
+from component import assert_pinned_kubernetes_release, assert_running_and_enabled
 
 
 def test_service_is_running_and_enabled(host):
-    service = host.service("kube-proxy")
-    assert service.is_running and service.is_enabled
+    assert_running_and_enabled(host, "kube-proxy")
 
 
 def test_binary_is_the_pinned_release(host):
-    version = VERSIONS["components"]["kubernetes"]["version"]
-    assert host.check_output("/usr/local/bin/kube-proxy --version") == f"Kubernetes {version}"
+    assert_pinned_kubernetes_release(host, "kube-proxy")
 
 
 def test_configuration(host):

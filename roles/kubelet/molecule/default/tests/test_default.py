@@ -3,25 +3,21 @@ from the cluster CA and no anonymous access, keys 0600, the cgroup driver that
 fits the node; the node registered, Ready, labelled and tainted as a
 control-plane node, with its pod range."""
 
-import os
 import time
-from pathlib import Path
 
 import yaml
-from kubernetes import client, config
+from component import admin_client, assert_pinned_kubernetes_release, assert_running_and_enabled
+from kubernetes import client
 
-VERSIONS = yaml.safe_load((Path(__file__).resolve().parents[5] / "versions.yml").read_text())
-API = client.CoreV1Api(config.new_client_from_config(str(Path(os.environ["K8S_LAB_STATE_DIR"]) / "admin.kubeconfig")))
+API = client.CoreV1Api(admin_client())
 
 
 def test_service_is_running_and_enabled(host):
-    service = host.service("kubelet")
-    assert service.is_running and service.is_enabled
+    assert_running_and_enabled(host, "kubelet")
 
 
 def test_binary_is_the_pinned_release(host):
-    version = VERSIONS["components"]["kubernetes"]["version"]
-    assert host.check_output("/usr/local/bin/kubelet --version") == f"Kubernetes {version}"
+    assert_pinned_kubernetes_release(host, "kubelet")
 
 
 def test_serves_its_api_with_a_cluster_certificate_and_refuses_anonymous_requests(host):
