@@ -7,7 +7,7 @@
 # playbooks/site.yml (tests/molecule/roles.yml), then any others. Each is a
 # full `molecule test` (create, converge, idempotence, verify, destroy); the
 # run stops at the first failure and ends with each scenario's result and
-# duration. Needs Docker, the node image (make node-image) and the artifact
+# duration; interrupted, it destroys the scenario that was running. Needs Docker, the node image (make node-image) and the artifact
 # cache (make artifacts; K8S_LAB_CACHE, default ~/.cache/k8s-arch-lab).
 set -euo pipefail
 
@@ -50,12 +50,35 @@ summary() {
 }
 trap summary EXIT
 
+# Interrupted (Ctrl-C, SIGTERM): stop the scenario that runs and destroy its
+# containers, network and volumes, so nothing is left behind.
+child=""
+current=""
+on_signal() {
+    trap - INT TERM
+    if [ -n "$child" ]; then
+        kill -INT "$child" 2>/dev/null || true
+        wait "$child" 2>/dev/null || true
+    fi
+    if [ -n "$current" ]; then
+        echo "run.sh: interrupted: destroying the $current scenario" >&2
+        (cd "$root/roles/$current" && molecule destroy) >/dev/null 2>&1 || true
+    fi
+    exit 130
+}
+trap on_signal INT TERM
+
 total=0
 for role in "${roles[@]}"; do
     echo "=== molecule test: $role"
     start=$SECONDS
     status=passed
-    (cd "$root/roles/$role" && molecule test) || status=FAILED
+    current=$role
+    (cd "$root/roles/$role" && exec molecule test) &
+    child=$!
+    wait "$child" || status=FAILED
+    child=""
+    current=""
     took=$(( SECONDS - start ))
     total=$(( total + took ))
     results+=("$role" "$status" "$(printf '%dm%02ds' $(( took / 60 )) $(( took % 60 )))")
