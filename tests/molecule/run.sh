@@ -7,8 +7,8 @@
 # playbooks/site.yml (tests/molecule/roles.yml), then any others. Each is a
 # full `molecule test` (create, converge, idempotence, verify, destroy); the
 # run stops at the first failure and ends with each scenario's result and
-# duration; interrupted, it destroys the scenario that was running. Needs Docker, the node image (make node-image) and the artifact
-# cache (make artifacts; K8S_LAB_CACHE, default ~/.cache/k8s-arch-lab).
+# duration. Interrupted, it destroys the scenario that was running. Needs
+# Docker, the node image (make node-image) and the artifact cache (make artifacts; K8S_LAB_CACHE, default ~/.cache/k8s-arch-lab).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
