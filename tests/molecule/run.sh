@@ -8,7 +8,8 @@
 # full `molecule test` (create, converge, idempotence, verify, destroy); the
 # run stops at the first failure and ends with each scenario's result and
 # duration. Interrupted, it destroys the scenario that was running. Needs
-# Docker, the node image (make node-image) and the artifact cache (make artifacts; K8S_LAB_CACHE, default ~/.cache/k8s-arch-lab).
+# Docker, the node image (make node-image) and the artifact cache (make
+# artifacts; K8S_LAB_CACHE, default ~/.cache/k8s-arch-lab).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
