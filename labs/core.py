@@ -34,6 +34,8 @@ LAB_LABEL = "k8s-arch-lab/check"
 # The systemd units the playbooks install (each node has those of its roles).
 CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet",
                  "kube-proxy", "pod-network")
+# A unit counts as up once active this long (a component that cannot start exits within a few seconds).
+UNIT_STEADY_SECONDS = 10
 LB_UNITS = ("haproxy", "keepalived")  # on the control-plane nodes of a cluster with several (the node image has
 # them everywhere, enabled by their packages but unconfigured on the other machines)
 
@@ -435,25 +437,31 @@ class Lab:
                 ready.append(node.metadata.name)
         return sorted(ready)
 
-    def units_down(self) -> dict[str, list[str]]:
-        """Per node, the cluster's units that are enabled there but not active (a component that exited, e.g. on
-        losing its leader election while the API was away, and is waiting for systemd to restart it)."""
+    def units_down(self, steady: int = UNIT_STEADY_SECONDS) -> dict[str, list[str]]:
+        """Per node, the cluster's units that are enabled there but not active, or active for less than ``steady``
+        seconds: a component that exited (e.g. on losing its leader election while the API was away) and waits for
+        systemd to restart it, or one just started that may still exit (kube-controller-manager exits when it
+        starts before the API server's RBAC caches are filled, and systemd starts it again 5 s later)."""
         down = {}
         for node in self.nodes:
             units = CLUSTER_UNITS + (LB_UNITS if node in self.control_plane and len(self.control_plane) > 1 else ())
-            out = self.sh(node, f"for u in {' '.join(units)}; do systemctl is-enabled -q $u 2>/dev/null && "
-                                "{ systemctl is-active -q $u || echo $u; }; done; true", check=False).split()
+            out = self.sh(node, f"now=$(date +%s); for u in {' '.join(units)}; do "
+                                "systemctl is-enabled -q $u 2>/dev/null || continue; "
+                                "if systemctl is-active -q $u; then "
+                                "t=$(systemctl show -P ActiveEnterTimestamp --timestamp=unix $u); t=${t#@}; "
+                                f"[ $((now - ${{t:-0}})) -ge {steady} ] || echo $u; "
+                                "else echo $u; fi; done; true", check=False).split()
             if out:
                 down[node] = out
         return down
 
     def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
-        """Every inventory node Ready, the API answering and every cluster unit active (bounded)."""
+        """Every inventory node Ready, the API answering and every cluster unit active, and steadily so (bounded)."""
         want = sorted(self.nodes)
         deadline = time.monotonic() + timeout
         wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 2)
         wait_for(lambda: not self.units_down(), max(10.0, deadline - time.monotonic()),
-                 "every component's unit to be active again", 2)
+                 f"every component's unit to be active again (for {UNIT_STEADY_SECONDS} s)", 2)
         if ev:
             ev.step(f"cluster healthy again: {', '.join(want)} Ready, every component's unit active")
 
