@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def lab_check(*args: str, timeout: float = 1800) -> tuple[int, str]:
+    """`lab check ARGS` on the running cluster, as a user runs it; its exit status and output (stdout printed)."""
+    proc = subprocess.run([sys.executable, "-m", "labs.cli", "check", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    print(proc.stdout[-20000:])
+    return proc.returncode, proc.stdout + proc.stderr
 
 
 def make(target: str, profile: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import make
+from conftest import lab_check, make
 
 from tools import artifacts as A
 
@@ -81,13 +80,11 @@ def test_lab_checks_on_the_default_profile(cluster, tmp_path):
     if profile != "default":
         pytest.skip("the ha profile's lab checks run in test_labs.py")
     report = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "labs.cli", "check", "--all", "--json", str(report)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=1800, check=False)
-    print(proc.stdout[-20000:])
+    rc, out = lab_check("--all", "--json", str(report))
     results = {r["id"]: r for r in json.loads(report.read_text())}
     skipped = {i: r["message"] for i, r in results.items() if r["status"] == "skipped"}
     assert sorted(skipped) == ["C09", "C28"], skipped
     assert all(skipped.values()), f"a skip without its reason: {skipped}"
     bad = {i: r["message"] for i, r in results.items() if r["status"] not in ("passed", "skipped")}
     assert not bad, bad
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert rc == 0, out[-3000:]

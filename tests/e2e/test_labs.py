@@ -7,22 +7,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import lab_check
 from kubernetes.client.rest import ApiException
 
 from labs.cli import run_check
 from labs.core import LAB_LABEL, Lab, load_checks, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.labs]
-
-ROOT = Path(__file__).resolve().parents[2]
-LAB = [sys.executable, "-m", "labs.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +27,6 @@ def lab(cluster_up):
     lab = Lab()
     lab.ping()
     return lab
-
-
-def lab_check(*args: str, timeout: float = 1800) -> tuple[int, str]:
-    proc = subprocess.run([*LAB, "check", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          check=False)
-    print(proc.stdout[-20000:])
-    return proc.returncode, proc.stdout + proc.stderr
 
 
 def lab_namespaces(lab: Lab) -> list[str]:
