@@ -18,8 +18,6 @@ import itertools
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -27,6 +25,8 @@ from urllib.parse import urlsplit
 
 import jsonschema
 import yaml
+
+from tools import hypervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_FILE = ROOT / "settings.yml"
@@ -42,6 +42,11 @@ COMPONENTS = ("kubernetes", "etcd", "containerd", "runc", "cni_plugins", "crictl
 IMAGES = ("pause", "coredns", "echo")
 MIN_MEMORY_MB = 1536
 MIN_VM_CPUS = 2
+LAB_BOX = "k8s-arch-lab/debian12"  # the lab's own box (tools/box, `make box`): libvirt, amd64
+EMULATION_TIMEOUT_SCALE = 8  # timeout_scale "auto" for VMs under software emulation
+# VirtualBox 7 creates host-only networks only in these ranges unless /etc/vbox/networks.conf allows others.
+VBOX_NETWORKS_CONF = Path("/etc/vbox/networks.conf")
+VBOX_DEFAULT_RANGES = ("192.168.56.0/21",)
 # Host numbers in node_cidr: .10 the API address of a multi-control-plane profile,
 # .11-.19 the control plane, .21-.99 the workers.
 VIP_HOST, CP_FIRST, CP_MAX, WORKER_FIRST, WORKER_MAX = 10, 11, 9, 21, 79
@@ -224,6 +229,37 @@ def _check_artifacts(artifacts: dict, where: str) -> list[str]:
     return []
 
 
+def vbox_allowed_ranges(conf: Path | None = None) -> list[str]:
+    """The host-only ranges VirtualBox 7 allows: lines `* 10.0.0.0/8 192.168.0.0/16` of networks.conf, else its
+    default 192.168.56.0/21."""
+    try:
+        text = (conf or VBOX_NETWORKS_CONF).read_text()
+    except OSError:
+        return list(VBOX_DEFAULT_RANGES)
+    ranges = [r for line in text.splitlines() if line.strip().startswith("*") for r in line.split()[1:]]
+    return ranges or list(VBOX_DEFAULT_RANGES)
+
+
+def _check_virtualbox_network(node_cidr: str, where: str, ranges: list[str]) -> list[str]:
+    try:
+        net = ipaddress.ip_network(node_cidr)
+        allowed = [ipaddress.ip_network(r, strict=False) for r in ranges]
+    except ValueError:
+        return []  # reported by the network checks
+    if any(net.version == a.version and net.subnet_of(a) for a in allowed):
+        return []
+    return [f"{where}: network.node_cidr: {node_cidr} is outside the host-only ranges VirtualBox allows "
+            f"({', '.join(ranges)}); pick a range inside them, or list it in {VBOX_NETWORKS_CONF} "
+            "(a line `* 10.0.0.0/8`)"]
+
+
+def _check_box(box: dict, arch: str | None, where: str) -> list[str]:
+    if box["libvirt"] == LAB_BOX and arch not in (None, "amd64"):
+        return [f"{where}: box.libvirt: the lab's own box {LAB_BOX} is amd64 only; name a libvirt box for "
+                f"{arch} (for example generic/debian12)"]
+    return []
+
+
 def _check_versions(doc: dict, where: str, problems: list[str]) -> dict[str, str]:
     """Check the components and images the cluster needs; return every version (images as image_<id>)."""
     versions: dict[str, str] = {}
@@ -245,26 +281,6 @@ def _check_versions(doc: dict, where: str, problems: list[str]) -> dict[str, str
 
 # --------------------------------------------------------------------------
 # Resolution
-
-
-def _succeeds(cmd: list[str], timeout: float) -> bool:
-    try:
-        return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=timeout, check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def detect_provider(*, which: Callable[[str], str | None] = shutil.which,
-                    exists: Callable[[str], bool] = os.path.exists,
-                    succeeds: Callable[[list[str], float], bool] = _succeeds) -> str:
-    """What provider "auto" means on this host: a hypervisor that works, else containers."""
-    if which("VBoxManage") and exists("/dev/vboxdrv"):
-        return "virtualbox"
-    # virsh alone proves nothing: libvirtd must answer (bounded, it can hang) and KVM must be there.
-    if which("virsh") and exists("/dev/kvm") and succeeds(["virsh", "-c", "qemu:///system", "version"], 5):
-        return "libvirt"
-    return "docker"
 
 
 def _choose(argument: str | None, env: str, recorded: str | None, from_file) -> tuple[str, str]:
@@ -292,7 +308,15 @@ def recorded() -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _resolve(doc: dict, profile: str, provider: str, arch: str, versions: dict[str, str]) -> dict:
+def record(settings: dict) -> Path:
+    """Remember the profile and provider of the cluster being brought up (state folder, removed by `make down`)."""
+    path = Path(settings["state_dir"]) / RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"profile": settings["profile"], "provider": settings["provider"]}) + "\n")
+    return path
+
+
+def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, versions: dict[str, str]) -> dict:
     net, counts = doc["network"], doc["profiles"][profile]
     base = ipaddress.ip_network(net["node_cidr"]).network_address
     pod_subnets = ipaddress.ip_network(net["pod_cidr"]).subnets(new_prefix=net["pod_cidr_node_prefix"])
@@ -309,12 +333,22 @@ def _resolve(doc: dict, profile: str, provider: str, arch: str, versions: dict[s
     port = 8443 if vip else 6443
     services = ipaddress.ip_network(net["service_cidr"])
     state = state_dir()
+    scale = doc["timeout_scale"]
+    if scale == "auto":
+        scale = EMULATION_TIMEOUT_SCALE if choice.accel == "emulation" else 1
+    box = doc["box"].get(choice.provider)
     return {
         **doc,
         "profile": profile,
-        "provider": provider,
+        "provider": choice.provider,
+        # How the machines run: kvm or emulation (libvirt), hardware (virtualbox), container (docker).
+        "accel": choice.accel,
+        "provider_reason": choice.reason,
+        "provider_warning": choice.warning,
+        "timeout_scale": scale,
         "arch": arch,
-        "box": doc["box"][arch],
+        "box": box,
+        "box_is_lab": box == LAB_BOX,
         "nodes": nodes,
         "api": {"vip": vip, "port": port, "endpoint": f"https://{vip or nodes[0]['ip']}:{port}"},
         "service_ip": str(services.network_address + 1),
@@ -325,14 +359,16 @@ def _resolve(doc: dict, profile: str, provider: str, arch: str, versions: dict[s
 
 
 def load(path: str | Path | None = None, profile: str | None = None, provider: str | None = None, *,
-         versions_path: str | Path = VERSIONS_FILE, detect: Callable[[], str] | None = None) -> dict:
+         versions_path: str | Path = VERSIONS_FILE,
+         choose: Callable[[str], hypervisor.Choice] | None = None) -> dict:
     """The validated, resolved settings; raises SettingsError listing every problem.
 
     ``path`` defaults to $K8S_LAB_SETTINGS, then settings.yml at the repository root.
     ``profile``/``provider`` override the file, as do $K8S_LAB_PROFILE/$K8S_LAB_PROVIDER when the
     arguments are None, and then the profile and provider recorded when the running cluster was brought up
     (``record``; removed by `make down`), so that later commands address the machines that exist.
-    ``detect`` (default detect_provider) is what provider "auto" resolves with.
+    ``choose`` (default tools.hypervisor.choose) decides what "auto" means on this host and how the provider's
+    machines run (hardware acceleration or emulation).
     """
     path = Path(path or os.environ.get("K8S_LAB_SETTINGS") or SETTINGS_FILE)
     versions_path = Path(versions_path)
@@ -354,11 +390,17 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
     if profiles is not None and isinstance(profile, str) and profile not in profiles:
         problems.append(f"{where}: profile: unknown profile {profile!r}{profile_from} "
                         f"; defined: {', '.join(profiles)}")
+    choice = None
     if provider not in PROVIDERS and (provider_from or "provider" not in bad):
         problems.append(f"{where}: provider: unknown provider {provider!r}{provider_from} "
                         f"; allowed: {', '.join(PROVIDERS)}")
-    elif provider == "auto":
-        provider = (detect or detect_provider)()
+    elif provider in PROVIDERS:
+        choice = (choose or hypervisor.choose)(provider)
+        if provider_from and provider != "auto":
+            choice = hypervisor.Choice(choice.provider, choice.accel,
+                                       choice.reason.replace("set in the settings", f"set{provider_from}"),
+                                       choice.warning)
+        provider = choice.provider
     if profiles is not None:
         problems += _check_profiles(profiles, where)
     if "node" not in bad:
@@ -374,9 +416,13 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
         problems += _check_network(doc["network"], profiles, where)
     if "artifacts" not in bad:
         problems += _check_artifacts(doc["artifacts"], where)
+    if "box" not in bad and provider == "libvirt":
+        problems += _check_box(doc["box"], arch, where)
+    if "network" not in bad and provider == "virtualbox":
+        problems += _check_virtualbox_network(doc["network"]["node_cidr"], where, vbox_allowed_ranges())
     if problems:
         raise SettingsError(problems)
-    return _resolve(doc, profile, provider, arch, versions)
+    return _resolve(doc, profile, choice, arch, versions)
 
 
 # --------------------------------------------------------------------------
@@ -400,14 +446,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "resolve":
         print(json.dumps(settings, indent=2))
     elif args.command == "record":
-        path = Path(settings["state_dir"]) / RECORD
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"profile": settings["profile"], "provider": settings["provider"]}) + "\n")
+        path = record(settings)
         print(f"recorded in {path}: profile {settings['profile']}, provider {settings['provider']}")
     else:
         nodes = ", ".join(f"{n['name']} {n['ip']}" for n in settings["nodes"])
         print(f"settings OK: profile {settings['profile']}, provider {settings['provider']}, "
               f"{len(settings['nodes'])} nodes ({nodes}), API {settings['api']['endpoint']}")
+        print(f"provider {settings['provider']} ({settings['accel']}): {settings['provider_reason']}")
+        if settings["provider_warning"]:
+            print(f"WARNING: {settings['provider_warning']}", file=sys.stderr)
     return 0
 
 

@@ -14,13 +14,19 @@ import jsonschema
 import pytest
 import yaml
 
+from tools import hypervisor as H
 from tools import settings as S
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "inventory" / "lab.py"
 SETTINGS = yaml.safe_load((ROOT / "settings.yml").read_text())
 VERSIONS = yaml.safe_load((ROOT / "versions.yml").read_text())
-detect_provider = S.detect_provider  # the real one: clean_env replaces it in the module
+
+
+def container_choice(provider: str) -> H.Choice:
+    """What tools.hypervisor.choose says on a host where no VM runs with hardware acceleration."""
+    return H.Choice(provider if provider != "auto" else "docker",
+                    {"libvirt": "emulation", "virtualbox": "hardware"}.get(provider, "container"), "test")
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +35,7 @@ def clean_env(monkeypatch, tmp_path):
     for name in ("K8S_LAB_PROFILE", "K8S_LAB_PROVIDER", "K8S_LAB_SETTINGS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("K8S_LAB_STATE", str(tmp_path / "state"))  # no running cluster's record
-    monkeypatch.setattr(S, "detect_provider", lambda: "docker")
+    monkeypatch.setattr(S.hypervisor, "choose", container_choice)
     monkeypatch.setattr(S.platform, "machine", lambda: "x86_64")
 
 
@@ -46,7 +52,7 @@ def load_modified(tmp_path: Path, change=None, vchange=None, **kwargs) -> dict:
         change(settings)
     if vchange:
         vchange(versions)
-    kwargs.setdefault("detect", lambda: "docker")
+    kwargs.setdefault("choose", container_choice)
     return S.load(write(tmp_path, settings), versions_path=write(tmp_path, versions, "versions.yml"), **kwargs)
 
 
@@ -67,8 +73,9 @@ def test_schema_is_valid_draft_2020_12():
 def test_default_profile_resolves(monkeypatch):
     monkeypatch.delenv("K8S_LAB_STATE")
     monkeypatch.setattr(S, "recorded", dict)  # whatever cluster this host runs
-    s = S.load(detect=lambda: "docker")
-    assert (s["profile"], s["provider"], s["arch"], s["box"]) == ("default", "docker", "amd64", "debian/bookworm64")
+    s = S.load()
+    assert (s["profile"], s["provider"], s["arch"], s["box"]) == ("default", "docker", "amd64", None)
+    assert (s["accel"], s["timeout_scale"]) == ("container", 1)
     assert [(n["name"], n["role"], n["ip"], n["etcd"]) for n in s["nodes"]] == [
         ("cp1", "control_plane", "192.168.56.11", True),
         ("w1", "worker", "192.168.56.21", False),
@@ -82,7 +89,7 @@ def test_default_profile_resolves(monkeypatch):
 
 
 def test_ha_profile_resolves():
-    s = S.load(profile="ha", detect=lambda: "docker")
+    s = S.load(profile="ha")
     assert [n["name"] for n in s["nodes"]] == ["cp1", "cp2", "cp3", "w1", "w2"]
     assert [n["ip"] for n in s["nodes"]] == [f"192.168.56.{h}" for h in (11, 12, 13, 21, 22)]
     assert [n["etcd"] for n in s["nodes"]] == [True, True, True, False, False]
@@ -91,7 +98,7 @@ def test_ha_profile_resolves():
 
 @pytest.mark.parametrize("profile", ["default", "ha"])
 def test_pod_cidrs_are_distinct_subnets_of_pod_cidr(profile):
-    s = S.load(profile=profile, detect=lambda: "docker")
+    s = S.load(profile=profile)
     pods = ipaddress.ip_network(SETTINGS["network"]["pod_cidr"])
     subnets = [ipaddress.ip_network(n["pod_cidr"]) for n in s["nodes"]]
     assert subnets[0] == next(pods.subnets(new_prefix=24))
@@ -100,21 +107,55 @@ def test_pod_cidrs_are_distinct_subnets_of_pod_cidr(profile):
 
 
 def test_versions_are_resolved_with_images():
-    v = S.load(detect=lambda: "docker")["versions"]
+    v = S.load()["versions"]
     assert v["etcd"] == VERSIONS["components"]["etcd"]["version"]
     assert v["image_pause"] == str(VERSIONS["images"]["pause"]["version"])
     assert v["image_echo"] == str(VERSIONS["images"]["echo"]["version"])
 
 
-def test_arm64_host_gets_the_arm64_box(monkeypatch):
+def test_boxes_per_provider(monkeypatch):
+    s = S.load(provider="libvirt")
+    assert (s["box"], s["box_is_lab"]) == ("k8s-arch-lab/debian12", True)
+    s = S.load(provider="virtualbox")
+    assert (s["box"], s["box_is_lab"]) == ("debian/bookworm64", False)
+
+
+def test_the_labs_box_is_amd64_only(monkeypatch, tmp_path):
     monkeypatch.setattr(S.platform, "machine", lambda: "aarch64")
-    s = S.load(detect=lambda: "docker")
-    assert (s["arch"], s["box"]) == ("arm64", "generic/debian12")
+    msg = problems(tmp_path, provider="libvirt")
+    assert "box.libvirt: the lab's own box k8s-arch-lab/debian12 is amd64 only" in msg
+    own = load_modified(tmp_path, lambda s: s["box"].update(libvirt="generic/debian12"), provider="libvirt")
+    assert (own["arch"], own["box"]) == ("arm64", "generic/debian12")
+    assert load_modified(tmp_path, provider="docker")["arch"] == "arm64"
+
+
+def test_timeout_scale_grows_under_emulation_only(tmp_path):
+    assert S.load(provider="libvirt")["timeout_scale"] == S.EMULATION_TIMEOUT_SCALE
+    kvm = lambda provider: H.Choice("libvirt", "kvm", "test")  # noqa: E731
+    assert S.load(provider="libvirt", choose=kvm)["timeout_scale"] == 1
+    assert S.load(provider="docker")["timeout_scale"] == 1
+    fixed = load_modified(tmp_path, lambda s: s.update(timeout_scale=3), provider="libvirt")
+    assert fixed["timeout_scale"] == 3
+    assert "timeout_scale" in problems(tmp_path, lambda s: s.update(timeout_scale=0))
+    assert "timeout_scale" in problems(tmp_path, lambda s: s.update(timeout_scale="slow"))
+
+
+def test_virtualbox_host_only_ranges(tmp_path, monkeypatch):
+    outside = lambda s: s["network"].update(node_cidr="10.10.0.0/24")  # noqa: E731
+    monkeypatch.setattr(S, "VBOX_NETWORKS_CONF", tmp_path / "absent.conf")
+    msg = problems(tmp_path, outside, provider="virtualbox")
+    assert "network.node_cidr: 10.10.0.0/24 is outside the host-only ranges VirtualBox allows (192.168.56.0/21)" in msg
+    assert load_modified(tmp_path, outside, provider="docker")["network"]["node_cidr"] == "10.10.0.0/24"
+    conf = tmp_path / "networks.conf"
+    conf.write_text("# allowed\n* 10.0.0.0/8 192.168.0.0/16\n")
+    monkeypatch.setattr(S, "VBOX_NETWORKS_CONF", conf)
+    assert load_modified(tmp_path, outside, provider="virtualbox")["network"]["node_cidr"] == "10.10.0.0/24"
+    assert S.vbox_allowed_ranges(conf) == ["10.0.0.0/8", "192.168.0.0/16"]
 
 
 def test_state_dir_override(monkeypatch, tmp_path):
     monkeypatch.setenv("K8S_LAB_STATE", str(tmp_path / "state"))
-    assert S.load(detect=lambda: "docker")["state_dir"] == str(tmp_path / "state")
+    assert S.load()["state_dir"] == str(tmp_path / "state")
 
 
 # --------------------------------------------------------------------------
@@ -145,34 +186,21 @@ def test_the_running_clusters_record_comes_after_env_and_before_the_file(monkeyp
     assert S.load()["profile"] == "default"
 
 
-def test_auto_provider_uses_detection():
-    assert S.load(detect=lambda: "virtualbox")["provider"] == "virtualbox"
-    assert S.load(provider="docker", detect=lambda: pytest.fail("detected although not auto"))["provider"] == "docker"
+def test_auto_provider_uses_the_hosts_choice():
+    chosen = []
+
+    def choose(provider):
+        chosen.append(provider)
+        return H.Choice("virtualbox", "hardware", "auto: test")
+
+    s = S.load(choose=choose)
+    assert (s["provider"], s["provider_reason"], chosen) == ("virtualbox", "auto: test", ["auto"])
+    assert S.load(provider="docker")["provider"] == "docker"
 
 
-def probes(tools=(), files=(), virsh_ok=True):
-    calls = []
-
-    def succeeds(cmd, timeout):
-        calls.append((cmd, timeout))
-        return virsh_ok
-
-    return dict(which=lambda name: f"/usr/bin/{name}" if name in tools else None,
-                exists=lambda path: path in files, succeeds=succeeds), calls
-
-
-@pytest.mark.parametrize(("tools", "files", "virsh_ok", "expected"), [
-    (("VBoxManage", "virsh"), ("/dev/vboxdrv", "/dev/kvm"), True, "virtualbox"),
-    (("VBoxManage", "virsh"), ("/dev/kvm",), True, "libvirt"),  # VirtualBox without its kernel driver
-    (("virsh",), ("/dev/kvm",), True, "libvirt"),
-    (("virsh",), ("/dev/kvm",), False, "docker"),  # libvirtd does not answer
-    (("virsh",), (), True, "docker"),  # no KVM
-    ((), ("/dev/vboxdrv", "/dev/kvm"), True, "docker"),
-])
-def test_detect_provider(tools, files, virsh_ok, expected):
-    kwargs, calls = probes(tools, files, virsh_ok)
-    assert detect_provider(**kwargs) == expected
-    assert all(call == (["virsh", "-c", "qemu:///system", "version"], 5) for call in calls)
+def test_emulation_is_a_warning_not_an_error():
+    warned = S.load(provider="libvirt", choose=lambda p: H.Choice("libvirt", "emulation", "no KVM", "slow"))
+    assert (warned["accel"], warned["provider_warning"]) == ("emulation", "slow")
 
 
 # --------------------------------------------------------------------------
