@@ -1,39 +1,59 @@
 #!/usr/bin/env bash
-# `make deps`: what the host needs, installed idempotently.
-#  - Debian packages: Docker's engine, Vagrant, debootstrap, the C toolchain
-#    and libseccomp for the runc build, a static busybox for the test image;
+# `make deps`: what the host needs, installed idempotently, on Debian 12 or
+# Ubuntu 24.04 (as root or with sudo):
+#  - Debian packages: Python with venv, Docker's engine, Vagrant, debootstrap,
+#    the C toolchain and libseccomp for the runc build, a static busybox for
+#    the test image;
 #  - the Python virtualenv (.venv) from requirements.txt;
+#  - a Go toolchain for the builds when no suitable `go` is installed: the
+#    version pinned in versions.yml (host_tools.go), from the Go module proxy,
+#    checked against its pinned sha256, kept in the artifact cache and linked
+#    as .venv/bin/go;
+#  - for the libvirt provider (PROVIDER=libvirt, or settings.yml): qemu,
+#    libvirt, vagrant-libvirt and what `make box` needs, and libvirtd running;
 #  - a running Docker daemon (started here when none runs: CI starts without).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${K8S_LAB_VENV:-$root/.venv}
+cache=${K8S_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-arch-lab}
 python=${PYTHON:-python3}
 
-packages=(docker.io vagrant debootstrap busybox-static gcc libc6-dev libseccomp-dev pkg-config make
-          file git openssh-client rsync ca-certificates)
+packages=(python3 python3-venv docker.io vagrant debootstrap busybox-static gcc libc6-dev libseccomp-dev pkg-config
+          make file git openssh-client rsync ca-certificates curl unzip)
+# The libvirt provider: VMs under qemu, Vagrant's plugin for them, and the box build (tools/box).
+libvirt_packages=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients vagrant-libvirt dnsmasq-base
+                  iptables grub-pc-bin fdisk e2fsprogs)
 
 log() { echo "deps: $*"; }
+die() { echo "deps: error: $*" >&2; exit 1; }
+sudo=""; (( EUID == 0 )) || sudo=sudo
 
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if (( ${#missing[@]} )); then
-    if ! command -v apt-get >/dev/null; then
-        echo "deps: error: missing ${missing[*]} and this host has no apt-get; install them by hand" >&2
-        exit 1
-    fi
-    sudo=""; (( EUID == 0 )) || sudo=sudo
+apt_install() {
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    (( ${#missing[@]} )) || return 0
+    command -v apt-get >/dev/null || die "missing ${missing[*]} and this host has no apt-get; install them by hand"
     log "installing ${missing[*]}"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-else
-    log "Debian packages present"
-fi
+    local candidates=() unavailable=()
+    for p in "${missing[@]}"; do
+        if [ -n "$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)" {print $2}')" ]; then
+            candidates+=("$p")
+        else
+            unavailable+=("$p")
+        fi
+    done
+    if (( ${#unavailable[@]} )); then
+        local hint=""
+        [[ " ${unavailable[*]} " == *" vagrant "* ]] && hint=" (Ubuntu 24.04 no longer packages Vagrant: install it from HashiCorp's packages, then run \`make deps\` again)"
+        die "this host's package sources have no ${unavailable[*]}$hint"
+    fi
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${candidates[@]}" >/dev/null
+}
 
-if ! command -v go >/dev/null; then
-    log "note: Go is not on PATH; \`make artifacts\` can then only download release files (images need Go)"
-fi
+apt_install "${packages[@]}" && log "host packages present"
 
 # Python virtualenv, refreshed only when requirements.txt changes.
 stamp="$venv/.requirements.sha256"
@@ -46,6 +66,58 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
     echo "$want" > "$stamp"
 else
     log "virtualenv $venv up to date"
+fi
+vpy="$venv/bin/python"
+
+# Go, for the builds (the lab's images always; every component where upstream cannot be reached).
+go_pin() { "$vpy" -c 'import sys, yaml; g = yaml.safe_load(open(sys.argv[1]))["host_tools"]["go"]; print(eval(sys.argv[2]))' \
+    "$root/versions.yml" "$1"; }
+go_ok() {  # $1 = a go binary: is it at least the minimum version?
+    local have
+    have=$("$1" env GOVERSION 2>/dev/null) || return 1
+    "$vpy" -c 'import sys
+def v(s): return tuple(int(x) for x in s.removeprefix("go").split("-")[0].split(".") if x.isdigit())
+sys.exit(0 if v(sys.argv[1]) >= v(sys.argv[2]) else 1)' "$have" "$(go_pin 'g["minimum"]')"
+}
+arch=$(dpkg --print-architecture 2>/dev/null || uname -m)
+case "$arch" in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; esac
+go_bin=""
+for candidate in "$(readlink -f "$venv/bin/go" 2>/dev/null)" "$(PATH=${PATH//$venv\/bin:/} command -v go || true)" \
+                 /usr/local/go/bin/go /usr/lib/go/bin/go; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] && go_ok "$candidate" && { go_bin=$candidate; break; }
+done
+if [ -z "$go_bin" ]; then
+    version=$(go_pin 'g["version"]')
+    dest="$cache/go/go$version-$arch"
+    if ! { [ -x "$dest/bin/go" ] && go_ok "$dest/bin/go"; }; then
+        url=$(go_pin "g['url'].format(version=g['version'], arch='$arch')")
+        proxy=${GOPROXY:-}; proxy=${proxy%%[,|]*}
+        if [ -n "$proxy" ] && [ "$proxy" != direct ] && [ "$proxy" != off ]; then
+            url="${proxy%/}/${url#https://proxy.golang.org/}"
+        fi
+        sum=$(go_pin "g['sha256']['$arch']")
+        log "installing Go $version ($arch) from the Go module proxy"
+        tmp=$(mktemp -d)
+        curl -fsSL --retry 3 --connect-timeout 20 --max-time 600 -o "$tmp/go.zip" "$url" \
+            || { rm -rf "$tmp"; die "cannot download Go $version from $url"; }
+        echo "$sum  $tmp/go.zip" | sha256sum -c --quiet - >/dev/null 2>&1 \
+            || { rm -rf "$tmp"; die "the Go toolchain from $url does not match its pinned sha256 $sum (versions.yml)"; }
+        unzip -q "$tmp/go.zip" -d "$tmp/x"
+        rm -rf "$dest" && mkdir -p "$(dirname "$dest")"
+        mv "$tmp"/x/golang.org/toolchain@*/ "$dest"
+        rm -rf "$tmp"
+    fi
+    go_bin="$dest/bin/go"
+fi
+ln -sfn "$go_bin" "$venv/bin/go"
+log "Go $("$go_bin" env GOVERSION) ($go_bin), linked as $venv/bin/go"
+
+# The provider's own needs.
+provider=$("$vpy" -m tools.settings resolve 2>/dev/null | "$vpy" -c 'import json, sys; print(json.load(sys.stdin)["provider"])' \
+    || true)
+if [ "$provider" = libvirt ]; then
+    apt_install "${libvirt_packages[@]}" && log "libvirt packages present"
+    "$root/tools/libvirtd.sh"
 fi
 
 # A Docker daemon.

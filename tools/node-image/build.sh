@@ -19,7 +19,8 @@ suite=bookworm
 
 die() { echo "node-image: error: $*" >&2; exit 1; }
 
-inputs=$(cd "$here" && cat build.sh setup.sh entrypoint.sh packages.txt | sha256sum | cut -c1-12)
+packages_file="$here/../node-packages.txt"  # shared with the VM box (tools/box)
+inputs=$(cd "$here" && cat build.sh setup.sh entrypoint.sh "$packages_file" | sha256sum | cut -c1-12)
 tag="$suite-$inputs"
 
 docker info >/dev/null 2>&1 || die "the Docker daemon is not running (run \`make deps\`, which starts it)"
@@ -40,7 +41,7 @@ fi
 [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources*; set K8S_LAB_DEBIAN_MIRROR"
 command -v debootstrap >/dev/null || die "debootstrap is not installed (run \`make deps\`)"
 
-packages=$(grep -Ev '^\s*(#|$)' "$here/packages.txt" | paste -sd, -)
+packages=$(grep -Ev '^\s*(#|$)' "$packages_file" | paste -sd, -)
 rootfs_tar="$cache/node-image/rootfs-$suite-$(printf '%s' "$packages" | sha256sum | cut -c1-12).tar"
 mkdir -p "$cache/node-image"
 
