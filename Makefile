@@ -15,12 +15,12 @@ export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 export KUBECONFIG       ?= $(CURDIR)/.lab/admin.kubeconfig
 
-.PHONY: help deps artifacts node-image settings up down provision smoke check molecule lint unit integration test test-labs lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke check molecule lint unit integration test test-labs test-vm test-fresh-host lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-deps: ## install host packages and .venv, start Docker (idempotent)
+deps: ## install host packages, .venv and Go when missing, start Docker; PROVIDER=libvirt adds libvirt (idempotent)
 	@tools/deps.sh
 
 artifacts: deps ## fill the artifact cache ($(K8S_LAB_CACHE)); SOURCE=auto|download|build
@@ -28,6 +28,9 @@ artifacts: deps ## fill the artifact cache ($(K8S_LAB_CACHE)); SOURCE=auto|downl
 
 node-image: deps ## build the node container image (only when its inputs changed)
 	@tools/node-image/build.sh
+
+box: deps ## build the lab's Debian 12 Vagrant box for libvirt, offline (only when its inputs changed)
+	@tools/box/build.sh
 
 lint: deps ## ruff, yamllint, ansible-lint
 	@$(VENV)/bin/ruff check .
@@ -46,13 +49,19 @@ test: deps artifacts node-image lint ## the whole test suite (what CI runs)
 test-labs: deps artifacts node-image ## only the lab checks (both profiles), falsification and restore tests (ha)
 	@$(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
 
+test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour and more under emulation)
+	@$(MAKE) --no-print-directory deps PROVIDER=libvirt
+	@$(MAKE) --no-print-directory artifacts box
+	@$(VENV)/bin/pytest -p no:cacheprovider tests/vm $(PYTEST_ARGS)
+
+test-fresh-host: deps ## `make deps` on a clean Debian 12 container without Go, then an image built with its Go
+	@$(VENV)/bin/pytest -p no:cacheprovider -m fresh_host tests/integration/test_fresh_host.py $(PYTEST_ARGS)
+
 settings: deps ## validate settings.yml (PROFILE, PROVIDER)
 	@$(PY) -m tools.settings check
 
 up: settings artifacts ## bring the cluster up (PROFILE=default|ha PROVIDER=auto|virtualbox|libvirt|docker)
-	@if [ "$$($(PY) -m tools.settings resolve | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["provider"])')" = docker ]; then \
-		$(MAKE) --no-print-directory node-image; fi
-	@$(PY) -m tools.settings record
+	@$(PY) -m tools.preflight
 	@vagrant up --no-parallel
 	@echo "cluster up: export KUBECONFIG=$(KUBECONFIG)"
 
@@ -62,9 +71,11 @@ provision: settings ## re-run the playbooks against the running machines
 smoke: settings ## the smoke playbook: workload, Service, DNS, logs, exec, encrypted Secret
 	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/smoke.yml
 
-down: deps ## destroy the machines and everything they left (containers, volumes, networks, state)
+down: deps ## destroy the machines and everything they left (containers, VMs, volumes, networks, state)
 	@vagrant destroy -f || true
-	@tools/node-image/cleanup.sh $$($(PY) -m tools.settings resolve | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])')
+	@set -e; resolved=$$($(PY) -m tools.settings resolve); \
+		tools/node-image/cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])'); \
+		tools/vm-cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["cluster_name"])')
 	@rm -rf .lab/pki .lab/kubeconfigs .lab/admin.kubeconfig .lab/encryption-key .lab/cluster.json
 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
