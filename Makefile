@@ -52,10 +52,10 @@ test-labs: deps artifacts node-image ## only the lab checks (both profiles), fal
 test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour and more under emulation)
 	@$(MAKE) --no-print-directory deps PROVIDER=libvirt
 	@$(MAKE) --no-print-directory artifacts box
-	@$(VENV)/bin/pytest -p no:cacheprovider tests/vm $(PYTEST_ARGS)
+	@K8S_LAB_TEST_VM=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/vm $(PYTEST_ARGS)
 
 test-fresh-host: deps ## `make deps` on a clean Debian 12 container without Go, then an image built with its Go
-	@$(VENV)/bin/pytest -p no:cacheprovider -m fresh_host tests/integration/test_fresh_host.py $(PYTEST_ARGS)
+	@K8S_LAB_TEST_FRESH_HOST=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/integration/test_fresh_host.py $(PYTEST_ARGS)
 
 settings: deps ## validate settings.yml (PROFILE, PROVIDER)
 	@$(PY) -m tools.settings check

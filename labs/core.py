@@ -208,8 +208,22 @@ def install_signal_handlers() -> None:
 # The lab: cluster and nodes
 
 
+class Timing:
+    """How much longer than on real hardware things may take on this cluster's machines: the settings'
+    timeout_scale (1, or more for VMs under software emulation), read from the inventory by Lab."""
+
+    scale: float = 1.0
+
+
+def scaled(seconds: float) -> float:
+    """A bound on how long something takes on real hardware, for this cluster's machines."""
+    return seconds * Timing.scale
+
+
 def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 1.0):
-    """Poll ``predicate`` until it returns something truthy; bounded by ``timeout``."""
+    """Poll ``predicate`` until it returns something truthy; bounded by ``timeout`` (seconds on real hardware,
+    scaled for the cluster's machines: see Timing)."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     last_exc: Exception | None = None
     while True:
@@ -260,6 +274,7 @@ class Lab:
         self.server = self.api_client.configuration.host
         self._groups: dict[str, list[str]] | None = None
         self._hosts: dict = {}
+        Timing.scale = float(self.setting("timeout_scale", 1) or 1)
 
     # ---- reachability ----------------------------------------------------
 
@@ -295,6 +310,16 @@ class Lab:
                                                 | set(self._groups.get("workers", [])))
             self._hostvars = data.get("_meta", {}).get("hostvars", {})
         return self._groups
+
+    def setting(self, name: str, default=None):
+        """A value of the resolved lab settings the inventory hands to the playbooks (``lab_settings``); the
+        default for an inventory of other machines, which has none."""
+        self.groups  # noqa: B018 - loads the inventory
+        for hostvars in self._hostvars.values():
+            settings = hostvars.get("lab_settings")
+            if isinstance(settings, dict) and name in settings:
+                return settings[name]
+        return default
 
     def hostvar(self, host: str, name: str, default=None):
         self.groups  # noqa: B018 - loads the inventory

@@ -1,0 +1,54 @@
+"""The Vagrantfile under every provider, without bringing anything up: Vagrant loads it (the settings resolved for
+that provider, the machines defined) and validates the configuration; bad settings for a provider stop it before
+anything is created. VirtualBox is not installed here, so its provider configuration is validated with
+--ignore-provider; the VirtualBox-specific settings checks (host-only ranges) run through the Vagrantfile."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def vagrant(provider: str, tmp_path: Path, *args: str, settings: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, K8S_LAB_PROVIDER=provider, K8S_LAB_PROFILE="ha", K8S_LAB_STATE=str(tmp_path / "state"),
+               VAGRANT_DOTFILE_PATH=str(tmp_path / "dot"))
+    if settings:
+        env["K8S_LAB_SETTINGS"] = str(settings)
+    return subprocess.run(["vagrant", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+@pytest.fixture(autouse=True)
+def _vagrant():
+    if not shutil.which("vagrant"):
+        pytest.skip("Vagrant is not installed (`make deps`)")
+
+
+@pytest.mark.parametrize("provider", ["virtualbox", "libvirt", "docker"])
+def test_the_vagrantfile_validates(provider, tmp_path):
+    proc = vagrant(provider, tmp_path, "validate", "--ignore-provider")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "validated successfully" in proc.stdout
+    machines = {line.split()[1].rstrip(":") for line in proc.stdout.splitlines() if line.startswith("==> ")}
+    assert machines == {"cp1", "cp2", "cp3", "w1", "w2"}, proc.stdout
+
+
+def test_a_virtualbox_node_network_outside_the_host_only_ranges_stops_vagrant(tmp_path):
+    settings = yaml.safe_load((ROOT / "settings.yml").read_text())
+    settings["network"]["node_cidr"] = "10.10.0.0/24"
+    path = tmp_path / "settings.yml"
+    path.write_text(yaml.safe_dump(settings))
+    proc = vagrant("virtualbox", tmp_path, "validate", "--ignore-provider", settings=path)
+    assert proc.returncode != 0
+    assert "the settings are invalid, nothing was created" in proc.stderr
+    assert "outside the host-only ranges VirtualBox allows" in proc.stderr
+    assert vagrant("docker", tmp_path, "validate", "--ignore-provider", settings=path).returncode == 0
