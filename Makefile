@@ -55,7 +55,7 @@ test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour a
 	@K8S_LAB_TEST_VM=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/vm $(PYTEST_ARGS)
 
 test-fresh-host: deps ## `make deps` on a clean Debian 12 container without Go, then an image built with its Go
-	@K8S_LAB_TEST_FRESH_HOST=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/integration/test_fresh_host.py $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest -p no:cacheprovider -s tests/integration/test_fresh_host.py $(PYTEST_ARGS)
 
 settings: deps ## validate settings.yml (PROFILE, PROVIDER)
 	@$(PY) -m tools.settings check
