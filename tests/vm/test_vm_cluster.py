@@ -1,0 +1,183 @@
+"""The default profile on real VMs (libvirt), end to end, as a learner runs it: `make up PROVIDER=libvirt`
+with the lab's own box, every node Ready, the VM path taken by the roles (cgroup v2 and the systemd driver,
+kernel modules loaded, swap off), the smoke playbook, `lab check --all` (only C09 and C28 skip), a second
+provision that changes nothing, and `make down` leaving no domain, disk or network behind.
+
+`make test-vm` runs it (not part of `make test`: under software emulation it takes an hour and more). Each
+phase's duration is printed and written to .lab/test-vm-times.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROVIDER = "libvirt"
+PROFILE = "default"
+SKIPPED_ON_DEFAULT = {"C09", "C28"}  # one etcd member, one API server
+TIMES: dict[str, float] = {}
+TIMES_FILE = ROOT / ".lab" / "test-vm-times.json"
+
+
+def env() -> dict:
+    return dict(os.environ, PROFILE=PROFILE, PROVIDER=PROVIDER, K8S_LAB_PROFILE=PROFILE, K8S_LAB_PROVIDER=PROVIDER)
+
+
+def run(cmd: list[str], timeout: float, marks: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run a command, streaming its output with timestamps; ``marks`` maps a phase name to a regex of the output
+    line that starts it (its time is recorded)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+    lines = []
+    deadline = started + timeout
+    try:
+        for line in proc.stdout:
+            line = line.replace("\r", "\n").splitlines()[-1] if "\r" in line else line.rstrip("\n")
+            if "Progress:" in line:
+                continue
+            elapsed = time.monotonic() - started
+            lines.append(line)
+            print(f"[{elapsed:7.0f}s] {line}", flush=True)
+            for name, pattern in (marks or {}).items():
+                if name not in TIMES and re.search(pattern, line):
+                    TIMES[name] = elapsed
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"{' '.join(cmd)} took more than {timeout:.0f}s")
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, "\n".join(lines)
+
+
+def timed(name: str, cmd: list[str], timeout: float) -> str:
+    started = time.monotonic()
+    rc, out = run(cmd, timeout)
+    TIMES[name] = time.monotonic() - started
+    assert rc == 0, f"{' '.join(cmd)} failed (exit {rc}):\n{out[-6000:]}"
+    return out
+
+
+def ssh(node: str, command: str) -> str:
+    from tools import settings
+
+    resolved = settings.load(profile=PROFILE, provider=PROVIDER)
+    key = Path(resolved["state_dir"]) / "ssh" / "id_ed25519"
+    ip = {n["name"]: n["ip"] for n in resolved["nodes"]}[node]
+    options = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+               "-o", "ConnectTimeout=30"]
+    proc = subprocess.run(["ssh", "-i", str(key), *options, f"root@{ip}", command],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, f"{node}: {command}: {proc.stderr}"
+    return proc.stdout.strip()
+
+
+def virsh(*args: str) -> list[str]:
+    proc = subprocess.run(["virsh", "-q", "-c", "qemu:///system", *args], capture_output=True, text=True, timeout=60,
+                          check=False)
+    return [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+
+
+def leftovers(cluster: str) -> list[str]:
+    """The lab's domains, machine disks and networks that libvirt still has."""
+    found = [f"domain {d}" for d in virsh("list", "--all", "--name") if d.startswith(f"{cluster}-")]
+    for pool in virsh("pool-list", "--all", "--name"):
+        found += [f"volume {pool}/{v}" for v in virsh("vol-list", "--pool", pool)
+                  if v.startswith(f"{cluster}-") and "_vagrant_box_image_" not in v]
+    found += [f"network {n}" for n in virsh("net-list", "--all", "--name") if n.startswith(f"{cluster}-")]
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from tools import settings
+
+    name = settings.load(profile=PROFILE, provider=PROVIDER)["cluster_name"]
+    run(["make", "--no-print-directory", "down"], 1800)
+    timed("box", ["make", "--no-print-directory", "box"], 1800)
+    started = time.monotonic()
+    rc, out = run(["make", "--no-print-directory", "up"], 3 * 3600,
+                  marks={"vms_up": r"Running provisioner: cluster", "provisioned": r"PLAY RECAP"})
+    total = time.monotonic() - started
+    TIMES["up_total"] = total
+    if "vms_up" in TIMES:
+        TIMES["provisioning"] = total - TIMES["vms_up"]
+    assert rc == 0, f"make up failed:\n{out[-8000:]}"
+    try:
+        yield name
+    finally:
+        TIMES_FILE.parent.mkdir(parents=True, exist_ok=True)
+        TIMES_FILE.write_text(json.dumps(TIMES, indent=2) + "\n")
+        print("phase times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in TIMES.items()))
+        run(["make", "--no-print-directory", "down"], 1800)
+
+
+def test_preflight_says_emulation_or_kvm(cluster):
+    from tools import settings
+
+    s = settings.load(profile=PROFILE, provider=PROVIDER)
+    assert s["provider"] == "libvirt" and s["accel"] in ("kvm", "emulation")
+    print(f"accel: {s['accel']}, timeout_scale {s['timeout_scale']}: {s['provider_reason']}")
+
+
+def test_every_node_ready_and_the_vm_path_taken(cluster):
+    from kubernetes import client, config
+
+    api = client.CoreV1Api(config.new_client_from_config(str(ROOT / ".lab" / "admin.kubeconfig")))
+    nodes = api.list_node().items
+    ready = {n.metadata.name: next(c.status for c in n.status.conditions if c.type == "Ready") for n in nodes}
+    assert ready == {"cp1": "True", "w1": "True", "w2": "True"}
+    for node in ready:
+        facts = ssh(node, "stat -fc %T /sys/fs/cgroup; "
+                          "sed -n 's/^cgroupDriver: *//p' /var/lib/kubelet/config.yaml; "
+                          "grep -c 'SystemdCgroup = true' /etc/containerd/config.toml; "
+                          "systemd-detect-virt; swapon --noheadings --show | wc -l; "
+                          "test -d /sys/module/br_netfilter && echo br_netfilter; "
+                          "grep -c '^[^#].* swap ' /etc/fstab || true")
+        cgroup, driver, systemd_cgroup, virt, swaps, module, fstab_swap = facts.splitlines()
+        print(f"{node}: cgroup {cgroup}, kubelet cgroupDriver {driver}, containerd SystemdCgroup "
+              f"{systemd_cgroup == '1'}, virt {virt}, swap devices {swaps}, {module} loaded")
+        assert (cgroup, driver, systemd_cgroup) == ("cgroup2fs", "systemd", "1")
+        assert virt != "none" and not virt.startswith("docker")
+        assert (swaps, module, fstab_swap) == ("0", "br_netfilter", "0")
+
+
+def test_smoke(cluster):
+    timed("smoke", ["make", "--no-print-directory", "smoke"], 3600)
+
+
+def test_lab_checks(cluster):
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "labs.cli", "check", "--all", "--json",
+                           str(ROOT / ".lab" / "test-vm-report.json")], cwd=ROOT, env=env(), capture_output=True,
+                          text=True, timeout=4 * 3600, check=False)
+    TIMES["lab_check_all"] = time.monotonic() - started
+    print(proc.stdout[-20000:], proc.stderr[-3000:])
+    results = json.loads((ROOT / ".lab" / "test-vm-report.json").read_text())
+    verdicts = {r["id"]: r["status"] for r in results}
+    assert {c for c, s in verdicts.items() if s == "skipped"} == SKIPPED_ON_DEFAULT, verdicts
+    assert {c for c, s in verdicts.items() if s not in ("passed", "skipped")} == set(), verdicts
+    assert proc.returncode == 0
+
+
+def test_second_provision_changes_nothing(cluster):
+    out = timed("reprovision", ["make", "--no-print-directory", "provision"], 4 * 3600)
+    recap = out[out.rindex("PLAY RECAP"):]
+    changed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s*:.*changed=(\d+)", recap, re.M)}
+    assert changed and not any(changed.values()), recap
+
+
+def test_down_leaves_nothing(cluster):
+    timed("down", ["make", "--no-print-directory", "down"], 1800)
+    assert leftovers(cluster) == []
+    assert not (ROOT / ".lab" / "cluster.json").exists()
