@@ -51,13 +51,17 @@ def run_check(lab: Lab, chk, tty: bool, tag: str = "", wait_healthy: bool = True
         status, message = "error", f"{type(exc).__name__}: {exc}"
     finally:
         errors = RESTORER.run_all(log=ev.add)
+    # A claim found false stays "failed" (its evidence is the verdict) even when restoring goes wrong after it;
+    # the restore problem is reported with it. Otherwise a restore problem makes the result an error.
     if errors:
-        status, message = "error", f"{message}; could not restore: {'; '.join(errors)}".lstrip("; ")
+        status = "failed" if status == "failed" else "error"
+        message = f"{message}; could not restore: {'; '.join(errors)}".lstrip("; ")
     if wait_healthy and chk.disruptive and status != "skipped":
         try:
             lab.wait_healthy(timeout=180, ev=ev)
         except CheckFailed as exc:
-            status, message = "error", f"{message}; cluster not healthy after the check: {exc}".lstrip("; ")
+            status = "failed" if status == "failed" else "error"
+            message = f"{message}; cluster not healthy after the check: {exc}".lstrip("; ")
     return Result(chk.id, chk.title, status, ev.lines, message, round(time.monotonic() - started, 1), chk.disruptive)
 
 
@@ -197,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("ids", nargs="*", metavar="ID")
     run.add_argument("--all", action="store_true", help="every check")
     run.add_argument("--no-disruptive", action="store_true",
-                     help="leave out checks that stop components (alone: every other check)")
+                     help="leave out the disruptive checks, those that stop components or change where pods may go "
+                          "(alone: every other check)")
     run.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: $KUBECONFIG or .lab/admin.kubeconfig)")
     run.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
     run.add_argument("--jobs", "-j", type=int, default=4, metavar="N",

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -26,6 +27,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from labs.nodefacts import SNAPSHOT, Conn, Snapshot, open_watches, parse_ss, rules_mentioning
+
+__all__ = ["Conn", "Snapshot"]  # re-exported for the checks
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_KUBECONFIG = ROOT / ".lab/admin.kubeconfig"
@@ -359,8 +364,49 @@ class Lab:
         return result.stdout.strip()
 
     def etcdctl(self, args: str, node: str | None = None) -> str:
-        node = node or self.control_plane[0]
-        return self.sh(node, f". /etc/etcd/etcdctl.env && etcdctl {args}")
+        """etcdctl on an etcd member, as the lab's own administrative client: in a transient scope of its own
+        (lab-admin-*.scope), so that C04, which decides by process who talks to etcd, knows it for what it is."""
+        node = node or (self.groups.get("etcd") or self.control_plane)[0]
+        scope = f"lab-admin-{uuid.uuid4().hex[:8]}"
+        script = shlex.quote(f". /etc/etcd/etcdctl.env && exec etcdctl {args}")
+        return self.sh(node, f"systemd-run --quiet --scope --unit={scope} --collect -- sh -c {script}")
+
+    def open_watches(self, node: str) -> dict[str, dict[str, int]]:
+        """The watches the API server on ``node`` holds open now, per user and resource, from its audit log
+        (labs.nodefacts.open_watches, run on the node over the current and the previous log file)."""
+        import inspect
+
+        path = self.unit_arg(node, "kube-apiserver", "audit-log-path")
+        if not path:
+            raise CheckFailed(f"{node}: the API server writes no audit log (--audit-log-path): re-run the playbooks")
+        script = "\n".join([
+            "import glob, json, os, sys", inspect.getsource(open_watches),
+            "files = sorted(glob.glob(sys.argv[1].rsplit('.', 1)[0] + '*'), key=os.path.getmtime)[-2:]",
+            "print(json.dumps(open_watches(''.join(open(f, errors='replace').read() for f in files), "
+            "float(sys.argv[2]))))"])
+        since = self.sh(node, "systemctl show -P ActiveEnterTimestamp --timestamp=unix kube-apiserver").lstrip("@")
+        return json.loads(self.sh(node, f"python3 -c {shlex.quote(script)} {path} {since or 0}"))
+
+    def snapshot(self, node: str) -> Snapshot:
+        """One look at a node's connections, processes and component units (see labs.nodefacts)."""
+        return Snapshot.parse(self.sh(node, SNAPSHOT))
+
+    def api_servers(self) -> dict[str, str]:
+        """Each API server at its own address (not the load-balanced one): node -> https://ip:port."""
+        ips = node_ips(self)
+        return {n: f"https://{ips[n]}:{self.unit_arg(n, 'kube-apiserver', 'secure-port') or 6443}"
+                for n in self.control_plane}
+
+    def api_client_for(self, server: str):
+        """An API client with the admin credentials, talking to one given API server."""
+        from kubernetes import client
+
+        cfg = client.Configuration()
+        src = self.api_client.configuration
+        for attr in ("ssl_ca_cert", "cert_file", "key_file", "api_key", "api_key_prefix", "verify_ssl"):
+            setattr(cfg, attr, getattr(src, attr))
+        cfg.host = server
+        return client.ApiClient(cfg)
 
     def unit_arg(self, node: str, unit: str, flag: str) -> str | None:
         """The value of ``--flag`` in a systemd unit's command line."""
@@ -483,12 +529,23 @@ class Lab:
     def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
         """Every inventory node Ready, the API answering and every cluster unit active, and steadily so (bounded)."""
         want = sorted(self.nodes)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 2)
-        wait_for(lambda: not self.units_down(), max(10.0, deadline - time.monotonic()),
+        left = max(scaled(10.0), deadline - time.monotonic())
+        wait_for(lambda: not self.units_down(), left / Timing.scale,
                  f"every component's unit to be active again (for {UNIT_STEADY_SECONDS} s)", 2)
         if ev:
             ev.step(f"cluster healthy again: {', '.join(want)} Ready, every component's unit active")
+
+    def server_now(self):
+        """The API server's clock (its Date header), to age timestamps the cluster wrote without trusting this
+        host's clock (a VM's clock may drift from the host's)."""
+        from email.utils import parsedate_to_datetime
+
+        from kubernetes import client
+
+        _, _, headers = client.VersionApi(self.api_client).get_code_with_http_info(_request_timeout=10)
+        return parsedate_to_datetime(headers["Date"])
 
     def node_monitor_grace(self) -> float:
         """Seconds the node controller waits before marking a silent node (controller-manager flag)."""
@@ -634,37 +691,9 @@ def pod_events(lab: Lab, ns: str, name: str) -> list:
     return sorted(items, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
 
 
-@dataclass
-class Conn:
-    local: str
-    peer: str
-    process: str  # the command name ss shows (at most 15 characters), "" when none
-
-    @property
-    def local_port(self) -> int:
-        return int(self.local.rsplit(":", 1)[1])
-
-    @property
-    def peer_ip(self) -> str:
-        """The peer's address; an IPv4-mapped IPv6 one ([::ffff:10.0.0.1]) as plain IPv4."""
-        return self.peer.rsplit(":", 1)[0].strip("[]").removeprefix("::ffff:")
-
-    @property
-    def peer_port(self) -> int:
-        return int(self.peer.rsplit(":", 1)[1])
-
-
 def established(lab: Lab, node: str, selector: str = "") -> list[Conn]:
-    """The node's established TCP connections (``ss -tnp state established <selector>``)."""
-    out = lab.sh(node, f"ss -Htnp state established {selector}")
-    conns = []
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) < 4:
-            continue
-        proc = re.search(r'\(\("([^"]+)"', line)
-        conns.append(Conn(fields[2], fields[3], proc.group(1) if proc else ""))
-    return conns
+    """The node's established TCP connections (``ss -tnp state established <selector>``), with their processes."""
+    return parse_ss(lab.sh(node, f"ss -Htnp state established {selector}"))
 
 
 def crictl_container(lab: Lab, node: str, ns: str, pod: str, name: str = "main") -> str:
@@ -693,7 +722,7 @@ def proxy_rules(lab: Lab, node: str, address: str, mode: str | None = None) -> l
     the kube-proxy nftables tables in nftables mode."""
     mode = mode or proxy_config(lab, node).get("mode") or "iptables"
     dump = "iptables-save" if mode == "iptables" else "nft list table ip kube-proxy"
-    return lab.sh(node, f"{dump} | grep -E -- '{re.escape(address)}([^0-9]|$)' || true").splitlines()
+    return rules_mentioning(lab.sh(node, f"{dump} 2>/dev/null || true"), address)
 
 
 def proxy_sync_period(config: dict) -> float:

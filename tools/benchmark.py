@@ -3,8 +3,11 @@ re-run, smoke, the running cluster's memory, and `lab check` without and
 with the disruptive checks. A benchmark, not a test: it prints figures and
 exits 0 unless a step fails (a failing lab check is reported, not fatal).
 
-Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--no-checks] [--json FILE]
-       python3 -m tools.benchmark --checks-only     # only `lab check`, on the cluster that is up
+Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--no-checks] [--repeat N] [--json FILE]
+       python3 -m tools.benchmark --checks-only [--repeat N]   # only `lab check`, on the cluster that is up
+
+Every check that does not pass is printed with its verdict and message, and every `lab check` report is kept in
+.lab/benchmark/.
 
 Destroys any running lab first (make down) and, unless --keep, at the end.
 """
@@ -54,19 +57,34 @@ def memory_mib() -> dict[str, float]:
     return usage
 
 
-def time_checks(env: dict, venv: Path) -> dict:
-    """`lab check` without, then with the disruptive checks: seconds and results."""
+REPORTS = ROOT / ".lab" / "benchmark"  # every lab check report the benchmark made, kept
+
+
+def time_checks(env: dict, venv: Path, repeat: int = 1) -> dict:
+    """`lab check` without, then with the disruptive checks (``repeat`` times): seconds, counts, and the verdict
+    and message of every check that did not pass. Each run's full report stays in .lab/benchmark/."""
     results = {}
-    for label, flags in (("lab check --no-disruptive", ["--no-disruptive"]), ("lab check --all", ["--all"])):
-        report = ROOT / ".lab" / "benchmark-checks.json"
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    runs = [("lab check --no-disruptive", ["--no-disruptive"])]
+    runs += [(f"lab check --all{f' #{i + 1}' if repeat > 1 else ''}", ["--all"]) for i in range(repeat)]
+    for label, flags in runs:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        report = REPORTS / f"{stamp}-{label.split()[-1].lstrip('-#')}.json"
         started = time.monotonic()
-        subprocess.run([str(venv / "lab"), "check", *flags, "--json", str(report)], cwd=ROOT, env=env,
-                       capture_output=True, text=True, check=False)
+        proc = subprocess.run([str(venv / "lab"), "check", *flags, "--json", str(report)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, check=False)
         elapsed = round(time.monotonic() - started, 1)
-        statuses = Counter(r["status"] for r in json.loads(report.read_text()))
-        report.unlink()
-        results[label] = {"seconds": elapsed, **statuses}
+        if not report.exists():
+            print(f"{label:32} {elapsed:7.1f} s   no report: {proc.stderr.strip()[-500:]}", flush=True)
+            results[label] = {"seconds": elapsed, "error": proc.stderr.strip()[-500:]}
+            continue
+        checks = json.loads(report.read_text())
+        statuses = Counter(r["status"] for r in checks)
+        others = {r["id"]: f"{r['status']}: {r['message']}" for r in checks if r["status"] != "passed"}
+        results[label] = {"seconds": elapsed, **statuses, "not passed": others, "report": str(report)}
         print(f"{label:32} {elapsed:7.1f} s   {dict(statuses)}", flush=True)
+        for ident, what in others.items():
+            print(f"{'':34}{ident} {what[:300]}", flush=True)
     return results
 
 
@@ -78,6 +96,7 @@ def main() -> int:
     parser.add_argument("--checks-only", action="store_true",
                         help="only time `lab check` (without, then with the disruptive checks) on the running cluster")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N", help="run `lab check --all` N times")
     args = parser.parse_args()
     env = dict(os.environ, PROFILE=args.profile, PROVIDER="docker", K8S_LAB_PROFILE=args.profile,
                K8S_LAB_PROVIDER="docker", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
@@ -91,7 +110,7 @@ def main() -> int:
             env.pop(name, None)
         results["profile"] = recorded().get("profile", "(not recorded)")
         print(f"k8s-arch-lab benchmark, checks only, profile {results['profile']}, {os.cpu_count()} cores")
-        results.update(time_checks(env, venv))
+        results.update(time_checks(env, venv, args.repeat))
         if args.json:
             args.json.write_text(json.dumps(results, indent=2) + "\n")
         return 0
@@ -117,7 +136,7 @@ def main() -> int:
     results["memory MiB total"] = round(sum(mem.values()), 1)
     print(f"{'cluster memory':32} {results['memory MiB total']:7.1f} MiB  {mem}")
     if not args.no_checks:
-        results.update(time_checks(env, venv))
+        results.update(time_checks(env, venv, args.repeat))
     if not args.keep:
         run(["make", "--no-print-directory", "down"], env, "make down", results)
     if args.json:

@@ -1,4 +1,5 @@
 from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
+from labs.nodefacts import CONTROL_PLANE
 
 
 @check(
@@ -7,24 +8,35 @@ from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
           "components, worker nodes run the workloads.",
     texts=["000", "001", "004"],
     see=["kubectl get nodes -L node-role.kubernetes.io/control-plane",
-         "ssh cp1 systemctl status kube-apiserver; ssh w1 systemctl status kube-apiserver  # not found on workers",
+         "ssh cp1 'ps -o pid,args -C etcd,kube-apiserver,kube-controller-manager,kube-scheduler'",
+         "ssh w1 'ps -o pid,args -C etcd,kube-apiserver,kube-controller-manager,kube-scheduler'   # nothing",
          "kubectl get pods -A -o wide"],
-    does="Compares the inventory with the Node objects, checks on every machine that the control-plane units are "
-         "active exactly on control-plane machines, and places an ordinary pod to see it land on a worker.",
+    does="Compares the inventory with the Node objects. On every machine, looks at the running processes (the "
+         "executable each one runs, not its name or its unit): the four control-plane components run on every "
+         "control-plane machine, each as the main process of its systemd unit, and none runs on a worker, "
+         "whoever started it. Then places an ordinary pod and sees it land on a worker.",
 )
 def run(lab: Lab, ev: Evidence) -> None:
     nodes = {n.metadata.name: n for n in lab.core.list_node().items}
     ev.expect(set(nodes) == set(lab.nodes), f"inventory machines {sorted(lab.nodes)} are the cluster's nodes "
-              f"{sorted(nodes)}")
+              f"{sorted(nodes)}", f"inventory machines {sorted(lab.nodes)}, the cluster's nodes {sorted(nodes)}")
     for name in lab.nodes:
-        active = lab.sh(name, "for u in etcd kube-apiserver kube-controller-manager kube-scheduler; do "
-                              "systemctl is-active --quiet $u && echo $u; done; true").split()
+        snap = lab.snapshot(name)
+        running = snap.running(CONTROL_PLANE)
         if name in lab.control_plane:
-            ev.expect(len(active) == 4, f"{name} (control plane) runs {', '.join(active)}",
-                      f"{name} (control plane) runs only {active}")
+            for comp in CONTROL_PLANE:
+                procs = [p for p in running if p.binary == comp]
+                main = [p for p in procs if snap.component_of(p) == comp]
+                ev.expect(bool(main), f"{name} (control plane) runs {comp}: {main[0] if main else ''}",
+                          f"{name} (control plane): {comp} does not run as the main process of its unit "
+                          f"({', '.join(map(str, procs)) or 'no such process'})")
+            strays = [p for p in running if snap.component_of(p) is None]
+            ev.expect(not strays, f"{name}: no control-plane process outside its unit",
+                      f"{name}: control-plane processes outside their units: {', '.join(map(str, strays))}")
         else:
-            ev.expect(not active, f"{name} (worker) runs no control-plane component",
-                      f"{name} (worker) runs {active}")
+            ev.expect(not running, f"{name} (worker) runs no control-plane component (no process executes "
+                      f"{', '.join(CONTROL_PLANE)})",
+                      f"{name} (worker) runs control-plane components: {', '.join(map(str, running))}")
     with lab.namespace("C01") as ns:
         lab.core.create_namespaced_pod(ns, pod_manifest("workload", test_image()))
         pod = wait_for(lambda: lab.core.read_namespaced_pod("workload", ns).spec.node_name, 60, "the pod to be placed")

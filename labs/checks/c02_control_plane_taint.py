@@ -1,4 +1,4 @@
-from labs.core import CheckFailed, Evidence, Lab, check, pod_manifest, test_image, wait_for
+from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
 
 TAINT = "node-role.kubernetes.io/control-plane"
 
@@ -11,32 +11,33 @@ TAINT = "node-role.kubernetes.io/control-plane"
          "kubectl run t --image=localhost/k8s-arch-lab/echo:1.1.0 --overrides='{\"spec\":{\"nodeSelector\":"
          "{\"kubernetes.io/hostname\":\"cp1\"},\"tolerations\":[{\"key\":\"node-role.kubernetes.io/control-plane\","
          "\"effect\":\"NoSchedule\"}]}}'"],
-    does="Reads the control-plane taint, then asks for a pod on a control-plane node twice: with the toleration it "
-         "runs there; without it, it stays Pending with a FailedScheduling event naming the taint.",
+    does="Reads the taints of every control-plane node (each must carry the control-plane NoSchedule taint), then "
+         "asks for two pods on each control-plane node: with the toleration it runs there; without it, it stays "
+         "Pending with a FailedScheduling event naming the taint.",
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    target = lab.control_plane[0]
-    node = lab.core.read_node(target)
-    taints = [f"{t.key}:{t.effect}" for t in node.spec.taints or []]
-    ev.expect(f"{TAINT}:NoSchedule" in taints, f"{target} carries the taint {TAINT}:NoSchedule",
-              f"{target} lacks the NoSchedule taint (taints: {taints})")
-    selector = {"kubernetes.io/hostname": target}
+    for target in lab.control_plane:
+        taints = [f"{t.key}:{t.effect}" for t in lab.core.read_node(target).spec.taints or []]
+        ev.expect(f"{TAINT}:NoSchedule" in taints, f"{target} carries the taint {TAINT}:NoSchedule",
+                  f"{target} lacks the NoSchedule taint (taints: {taints or 'none'})")
     with lab.namespace("C02") as ns:
-        tolerating = pod_manifest("tolerating", test_image(), nodeSelector=selector,
-                                  tolerations=[{"key": TAINT, "effect": "NoSchedule", "operator": "Exists"}])
-        plain = pod_manifest("plain", test_image(), nodeSelector=selector)
-        lab.core.create_namespaced_pod(ns, tolerating)
-        lab.core.create_namespaced_pod(ns, plain)
-        wait_for(lambda: lab.core.read_namespaced_pod("tolerating", ns).status.phase == "Running", 90,
-                 "the tolerating pod to run")
-        ev.expect(True, f"the pod with the toleration runs on {target}")
+        for i, target in enumerate(lab.control_plane):
+            selector = {"kubernetes.io/hostname": target}
+            lab.core.create_namespaced_pod(ns, pod_manifest(
+                f"tolerating-{i}", test_image(), nodeSelector=selector,
+                tolerations=[{"key": TAINT, "effect": "NoSchedule", "operator": "Exists"}]))
+            lab.core.create_namespaced_pod(ns, pod_manifest(f"plain-{i}", test_image(), nodeSelector=selector))
+        for i, target in enumerate(lab.control_plane):
+            wait_for(lambda i=i: lab.core.read_namespaced_pod(f"tolerating-{i}", ns).status.phase == "Running", 90,
+                     f"the tolerating pod on {target} to run")
+            ev.expect(True, f"the pod with the toleration runs on {target}")
 
-        def refused():
-            events = lab.core.list_namespaced_event(ns, field_selector="involvedObject.name=plain").items
-            return [e.message for e in events if e.reason == "FailedScheduling"]
+            def refused(i=i):
+                events = lab.core.list_namespaced_event(ns, field_selector=f"involvedObject.name=plain-{i}").items
+                return [e.message for e in events if e.reason == "FailedScheduling"]
 
-        messages = wait_for(refused, 60, "a FailedScheduling event for the pod without toleration")
-        pod = lab.core.read_namespaced_pod("plain", ns)
-        if pod.spec.node_name:
-            raise CheckFailed(f"the pod without toleration was placed on {pod.spec.node_name}")
-        ev.expect("untolerated taint" in messages[0], f"the pod without toleration stays Pending: {messages[0]}")
+            messages = wait_for(refused, 60, f"a FailedScheduling event for the pod without toleration on {target}")
+            placed = lab.core.read_namespaced_pod(f"plain-{i}", ns).spec.node_name
+            ev.expect(not placed and "untolerated taint" in messages[0],
+                      f"the pod without toleration stays Pending on {target}: {messages[0]}",
+                      f"the pod without toleration for {target}: placed on {placed or 'nothing'}, {messages[0]}")

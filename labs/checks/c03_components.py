@@ -2,7 +2,6 @@ from labs.core import Evidence, Lab, check
 
 CONTROL_PLANE = ["etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"]
 NODE = ["kubelet", "kube-proxy", "containerd"]
-VERSION = {"etcd": "etcd --version | head -1", "containerd": "containerd --version"}
 
 
 @check(
@@ -11,23 +10,30 @@ VERSION = {"etcd": "etcd --version | head -1", "containerd": "containerd --versi
           "and kube-proxy run on every node, beside a CRI container runtime.",
     texts=["000", "001", "004"],
     see=["ssh cp1 systemctl status etcd kube-apiserver kube-scheduler kube-controller-manager",
-         "ssh w1 systemctl status kubelet kube-proxy containerd", "ssh w1 crictl version"],
-    does="On each node: which of the components' systemd units are active, their processes and versions, and "
-         "whether containerd answers over CRI (crictl version).",
+         "ssh w1 systemctl status kubelet kube-proxy containerd",
+         "ssh w1 'readlink /proc/$(systemctl show -P MainPID kube-proxy)/exe'",
+         "ssh w1 crictl version"],
+    does="On each node, for each component it should run: the systemd unit is active and its main process "
+         "executes the component's own binary (a unit that runs something else does not count), with the version "
+         "that binary reports; then whether the runtime answers over CRI (crictl version).",
 )
 def run(lab: Lab, ev: Evidence) -> None:
     for name in lab.nodes:
+        snap = lab.snapshot(name)
         wanted = (CONTROL_PLANE if name in lab.control_plane else []) + NODE
-        # One round trip per node: state, main PID and version of each unit.
-        script = "; ".join(
-            f"echo \"{u}|$(systemctl is-active {u})|$(systemctl show -p MainPID --value {u})|"
-            f"$({VERSION.get(u, u + ' --version')} 2>&1 | head -1)\"" for u in wanted)
-        for line in lab.sh(name, script).splitlines():
-            unit, state, pid, version = line.split("|", 3)
-            ev.expect(state == "active" and pid not in ("", "0"), f"{name}: {unit} active, pid {pid}, {version}",
-                      f"{name}: {unit} is {state}")
+        for comp in wanted:
+            unit = snap.units.get(comp)
+            proc = snap.procs.get(unit.main_pid) if unit and unit.main_pid else None
+            ev.expect(unit is not None and unit.state == "active" and proc is not None and proc.binary == comp,
+                      f"{name}: {comp}.service active, main process {proc}",
+                      f"{name}: {comp}.service is {unit.state if unit else 'missing'}, its main process "
+                      f"{proc or 'none'} — not {comp}")
+        versions = lab.sh(name, "; ".join(
+            f"echo \"{c}|$(/proc/{snap.units[c].main_pid}/exe --version 2>&1 | head -1)\"" for c in wanted))
+        ev.add(f"{name}: versions: " + "; ".join(line.replace("|", ": ", 1) for line in versions.splitlines()))
         cri = lab.sh(name, "crictl version")
         runtime = dict(line.split(":", 1) for line in cri.splitlines() if ":" in line)
         ev.expect("containerd" in runtime.get("RuntimeName", ""),
                   f"{name}: CRI answers — {runtime.get('RuntimeName', '').strip()} "
-                  f"{runtime.get('RuntimeVersion', '').strip()}")
+                  f"{runtime.get('RuntimeVersion', '').strip()}",
+                  f"{name}: CRI does not answer: {cri[-200:]}")

@@ -1,11 +1,11 @@
 from collections import Counter
+from urllib.parse import urlsplit
 
-from labs.core import Evidence, Lab, check, established, node_ips
+from labs.core import Evidence, Lab, check, node_ips
 
-ETCD_PORT = 2379
-API_PORTS = {6443, 8443}  # each API server's port, and the load-balanced virtual IP in front of them
-COMPONENTS = {"kube-scheduler": "control_plane", "kube-controller": "control_plane",  # ss cuts names at 15
+COMPONENTS = {"kube-scheduler": "control_plane", "kube-controller-manager": "control_plane",
               "kubelet": "nodes", "kube-proxy": "nodes"}
+LAB_ADMIN = "lab-admin-"  # the scopes the lab runs its own etcdctl reads in (Lab.etcdctl)
 
 
 @check(
@@ -13,53 +13,96 @@ COMPONENTS = {"kube-scheduler": "control_plane", "kube-controller": "control_pla
     claim="Everything goes through the API server, and only the API server talks to etcd.",
     texts=["000", "001", "004"],
     see=["ssh cp1 ss -tnp state established '( dport = :2379 )'   # the clients of etcd: kube-apiserver only",
-         "ssh w1 ss -tnp state established                         # kubelet, kube-proxy -> :8443 (API)",
-         "ssh cp1 curl --cacert /etc/etcd/pki/ca.crt https://192.168.56.12:2379/health   # refused",
-         "ssh cp2 journalctl -u etcd | grep 'rejected connection'"],
-    does="Lists on every node the established TCP connections with their processes: the client side of every "
-         "connection to etcd's port 2379 must belong to kube-apiserver, the server side must come from API-server "
-         "machines, and scheduler, controller-manager, kubelet and kube-proxy must hold connections to the API "
-         "server and none to etcd. Then calls etcd without a client certificate (refused) and with a certificate "
-         "of the cluster CA instead of etcd's CA (refused), next to a call with etcd's healthcheck certificate "
-         "(answers).",
+         "ssh cp1 systemctl show -P MainPID kube-apiserver         # the PID ss shows for them",
+         "ssh w1 ss -tnp state established                         # kubelet, kube-proxy -> the API address",
+         "ssh cp1 curl --cacert /etc/etcd/pki/ca.crt https://192.168.56.11:2379/health   # refused",
+         "ssh cp1 journalctl -u etcd | grep 'rejected connection'"],
+    does="On every node, takes the established TCP connections with the processes holding them, every process's "
+         "executable and cgroup, and the main PID of each component's unit. A connection to etcd's client port "
+         "must be held by the main process of kube-apiserver.service (PID and executable; the name a process gives "
+         "itself counts for nothing); the lab's own etcdctl reads run in lab-admin-* scopes and are shown as such. "
+         "On every etcd member, calls from other machines come only from API-server machines. The main processes "
+         "of kube-scheduler, kube-controller-manager, kubelet and kube-proxy hold connections to an API server and "
+         "none to etcd. Then every etcd member is called without a client certificate (refused) and with a "
+         "certificate of the cluster CA instead of etcd's (refused), next to a call with etcd's healthcheck "
+         "certificate (answers).",
 )
 def run(lab: Lab, ev: Evidence) -> None:
     ips = node_ips(lab)
     apiserver_ips = {ips[n] for n in lab.control_plane}
+    members = lab.groups.get("etcd") or lab.control_plane
+    # etcd's client port, as the API server is told to reach it (--etcd-servers)
+    etcd_port = urlsplit(lab.unit_arg(lab.control_plane[0], "kube-apiserver", "etcd-servers").split(",")[0]).port
+    api_ports = {int(s.rsplit(":", 1)[1]) for s in lab.api_servers().values()} | {int(lab.server.rsplit(":", 1)[1])}
     for node in lab.nodes:
-        conns = established(lab, node)
-        clients = Counter(c.process for c in conns if c.peer_port == ETCD_PORT)
-        # etcdctl is the administrator's tool (other checks use it), not a cluster component
-        ev.expect(set(clients) <= {"kube-apiserver", "etcdctl"},
-                  f"{node}: etcd clients: {dict(clients) or 'none'}", f"{node}: etcd clients {dict(clients)}")
-        peers = {c.peer_ip for c in conns if c.local_port == ETCD_PORT}
-        if node in lab.groups.get("etcd", lab.control_plane):
-            ev.expect(peers <= apiserver_ips, f"{node}: its etcd member is called from {sorted(peers)} (API servers)",
-                      f"{node}: etcd called from {sorted(peers - apiserver_ips)}, machines without an API server")
+        snap = lab.snapshot(node)
+        clients: Counter = Counter()
+        unseen = []
+        for conn in (c for c in snap.conns if c.peer_port == etcd_port):
+            owners = snap.owners(conn)
+            names = {snap.component_of(p) for p in owners}
+            if names == {"kube-apiserver"}:
+                clients[f"kube-apiserver (pid {owners[0].pid}, main process of kube-apiserver.service)"] += 1
+            elif owners and all(p.unit.startswith(LAB_ADMIN) for p in owners):
+                clients[f"the lab's own etcdctl ({owners[0].unit})"] += 1
+            elif not owners:
+                unseen.append(conn)  # its process ended between `ss` and the look at /proc: look again
+            else:
+                ev.expect(False, "", f"{node}: {conn.local} -> etcd {conn.peer} is held by "
+                                     f"{', '.join(map(str, owners))}, not by the API server's main process")
+        if unseen:
+            again = lab.snapshot(node)
+            for conn in unseen:
+                still = next((c for c in again.conns if (c.local, c.peer) == (conn.local, conn.peer)), None)
+                if still is None:
+                    clients["a short-lived connection, gone before its process could be seen"] += 1
+                    continue
+                owners = again.owners(still)
+                if {again.component_of(p) for p in owners} == {"kube-apiserver"} or (
+                        owners and all(p.unit.startswith(LAB_ADMIN) for p in owners)):
+                    clients["a connection seen a second time, of the API server or the lab's etcdctl"] += 1
+                    continue
+                who = ", ".join(map(str, owners)) or f"a process no look can see (ss names it {conn.process!r})"
+                ev.expect(False, "", f"{node}: {conn.local} -> etcd {conn.peer} is held by {who}, not by the "
+                                     "API server's main process")
+        ev.expect(True, f"{node}: etcd clients: " + (", ".join(f"{k} x{v}" for k, v in sorted(clients.items()))
+                                                     or "none"))
+        if node in members:
+            mine = {ips[node], "127.0.0.1", "::1"}
+            remote = {c.peer_ip for c in snap.conns if c.local_port == etcd_port and c.peer_ip not in mine}
+            ev.expect(remote <= apiserver_ips,
+                      f"{node}: its etcd member is called from {sorted(remote) or 'no other machine'} (API servers)",
+                      f"{node}: etcd called from {sorted(remote - apiserver_ips)}, machines without an API server")
         for comp, where in COMPONENTS.items():
             if node not in getattr(lab, where):
                 continue
-            mine = [c for c in conns if c.process == comp]
-            api = sorted({c.peer for c in mine if c.peer_port in API_PORTS})
-            etcd = [c.peer for c in mine if c.peer_port == ETCD_PORT]
-            ev.expect(api and not etcd, f"{node}: {comp} -> API server {', '.join(api)}; none to etcd",
-                      f"{node}: {comp} connections to the API {api}, to etcd {etcd}"
-                      + ("" if mine else f" (no {comp} connection at all: is it running?)"))
+            unit = snap.units.get(comp)
+            conns = snap.conns_of(comp)
+            api = sorted({c.peer for c in conns if c.peer_port in api_ports})
+            etcd = [c.peer for c in conns if c.peer_port == etcd_port]
+            ev.expect(bool(api) and not etcd,
+                      f"{node}: {comp} (pid {unit.main_pid}) -> API server {', '.join(api)}; none to etcd",
+                      f"{node}: {comp} (main pid {unit.main_pid if unit else '?'}, {unit.state if unit else 'no unit'})"
+                      f" holds connections to the API {api}, to etcd {etcd}")
 
-    node, target = lab.control_plane[0], ips[lab.control_plane[-1]]
-    curl = f"curl -sS --max-time 5 --tls-max 1.2 --cacert /etc/etcd/pki/ca.crt https://{target}:{ETCD_PORT}/health"
-    bare = lab.sh(node, f"{curl} 2>&1; echo rc=$?", check=False)
-    ev.expect("rc=0" not in bare, f"{node} -> etcd {target} without a client certificate: {' '.join(bare.split())}",
-              f"etcd at {target} answered a client without a certificate: {bare}")
-    wrong = lab.sh(node, f"{curl} --cert /etc/kubernetes/pki/apiserver-kubelet-client.crt "
-                         "--key /etc/kubernetes/pki/apiserver-kubelet-client.key 2>&1; echo rc=$?", check=False)
-    ev.expect("rc=0" not in wrong, f"with a certificate of the cluster CA (not etcd's): {' '.join(wrong.split())}",
-              f"etcd at {target} answered a certificate that its CA did not sign: {wrong}")
-    good = lab.sh(node, f"{curl} --cert /etc/etcd/pki/healthcheck-client.crt "
-                        "--key /etc/etcd/pki/healthcheck-client.key 2>&1", check=False)
-    ev.expect('"health":"true"' in good, f"with etcd's healthcheck client certificate: {good}",
-              f"etcd at {target} does not answer even a valid client certificate: {good}")
-    log = lab.sh(lab.control_plane[-1], "journalctl -u etcd --since -1min --no-pager -o cat | "
-                                        "grep 'rejected connection on client endpoint' | tail -1", check=False)
+    prober = lab.control_plane[0]
+    for member in members:
+        target = ips[member]
+        curl = (f"curl -sS --max-time 5 --tls-max 1.2 --cacert /etc/etcd/pki/ca.crt "
+                f"https://{target}:{etcd_port}/health")
+        bare = lab.sh(prober, f"{curl} 2>&1; echo rc=$?", check=False)
+        ev.expect("rc=0" not in bare, f"{prober} -> etcd {member} without a client certificate: "
+                  f"{' '.join(bare.split())[-90:]}", f"etcd {member} answered a client without a certificate: {bare}")
+        wrong = lab.sh(prober, f"{curl} --cert /etc/kubernetes/pki/apiserver-kubelet-client.crt "
+                               "--key /etc/kubernetes/pki/apiserver-kubelet-client.key 2>&1; echo rc=$?", check=False)
+        ev.expect("rc=0" not in wrong, f"{prober} -> etcd {member} with a certificate of the cluster CA (not "
+                  f"etcd's): {' '.join(wrong.split())[-90:]}",
+                  f"etcd {member} answered a certificate that its CA did not sign: {wrong}")
+        good = lab.sh(prober, f"{curl} --cert /etc/etcd/pki/healthcheck-client.crt "
+                              "--key /etc/etcd/pki/healthcheck-client.key 2>&1", check=False)
+        ev.expect('"health":"true"' in good, f"{prober} -> etcd {member} with etcd's healthcheck client "
+                  f"certificate: {good}", f"etcd {member} does not answer even a valid client certificate: {good}")
+    log = lab.sh(members[-1], "journalctl -u etcd --since -1min --no-pager -o cat | "
+                              "grep 'rejected connection on client endpoint' | tail -1", check=False)
     if log:
-        ev.add(f"etcd's own log on {lab.control_plane[-1]}: {log}")
+        ev.add(f"etcd's own log on {members[-1]}: {log}")

@@ -34,35 +34,38 @@ def refusal(call) -> tuple[int, str]:
          "kubectl create sa nobody; kubectl create token nobody  # then: kubectl --token=... get pods -> Forbidden",
          "kubectl get pods -w -o wide   # a new pod: NODE <none> first, then the scheduler's choice",
          "kubectl get events --field-selector reason=Scheduled"],
-    does="Sends a malformed pod (422), an anonymous request (401/403), and a request with the token of a fresh "
-         "ServiceAccount that has no RBAC rights (403, the message naming the account: authenticated, not "
-         "authorized). Then watches a new pod from its creation: stored without a node, bound later by "
-         "default-scheduler (Scheduled event).",
+    does="At every API server's own address (not through the load-balanced one): sends a malformed pod (422), "
+         "an anonymous request (401/403), and a request with the token of a fresh ServiceAccount that has no RBAC "
+         "rights (403, the message naming the account: authenticated, not authorized). Then watches a new pod from "
+         "its creation: stored without a node, bound later by default-scheduler (Scheduled event).",
 )
 def run(lab: Lab, ev: Evidence) -> None:
+    cfg = lab.api_client.configuration
     with lab.namespace("C05") as ns:
-        bad = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Bad_Name"}, "spec": {"containers": []}}
-        status, msg = refusal(lambda: lab.core.create_namespaced_pod(ns, bad))
-        ev.expect(status == 422, f"malformed pod (name Bad_Name, no containers) refused: {status} {msg}",
-                  f"malformed pod: status {status or 'created!'} {msg}")
-
-        cfg = lab.api_client.configuration
-        http = urllib3.PoolManager(ca_certs=cfg.ssl_ca_cert, cert_reqs="CERT_REQUIRED")
-        resp = http.request("GET", f"{lab.server}/api/v1/namespaces/{ns}/pods", timeout=10)
-        ev.expect(resp.status in (401, 403), f"anonymous GET pods (server verified with the CA, no credentials): "
-                  f"{resp.status} {message(resp.data)}", f"anonymous request answered {resp.status}")
-
         lab.core.create_namespaced_service_account(ns, {"metadata": {"name": "nobody"}})
         token = lab.core.create_namespaced_service_account_token(
             "nobody", ns, {"spec": {"audiences": [], "expirationSeconds": 600}}).status.token
-        sa_cfg = client.Configuration(host=lab.server)
-        sa_cfg.ssl_ca_cert = cfg.ssl_ca_cert
-        sa_cfg.api_key = {"authorization": f"Bearer {token}"}
-        nobody = client.CoreV1Api(client.ApiClient(sa_cfg))
-        status, msg = refusal(lambda: nobody.list_namespaced_pod(ns))
-        ev.expect(status == 403 and f"system:serviceaccount:{ns}:nobody" in msg,
-                  f"ServiceAccount without RBAC rights (TokenRequest token) lists pods: {status} {msg}",
-                  f"ServiceAccount without rights: status {status or 'allowed!'} {msg}")
+        http = urllib3.PoolManager(ca_certs=cfg.ssl_ca_cert, cert_reqs="CERT_REQUIRED")
+        bad = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Bad_Name"}, "spec": {"containers": []}}
+        for node, server in lab.api_servers().items():
+            admin = client.CoreV1Api(lab.api_client_for(server))
+            status, msg = refusal(lambda a=admin: a.create_namespaced_pod(ns, bad))
+            ev.expect(status == 422, f"{node} ({server}): malformed pod (name Bad_Name, no containers) refused: "
+                      f"{status} {msg}", f"{node} ({server}): malformed pod: status {status or 'created!'} {msg}")
+
+            resp = http.request("GET", f"{server}/api/v1/namespaces/{ns}/pods", timeout=10, retries=False)
+            ev.expect(resp.status in (401, 403), f"{node}: anonymous GET pods (server verified with the CA, no "
+                      f"credentials): {resp.status} {message(resp.data)}",
+                      f"{node} ({server}): anonymous request answered {resp.status}")
+
+            sa_cfg = client.Configuration(host=server)
+            sa_cfg.ssl_ca_cert = cfg.ssl_ca_cert
+            sa_cfg.api_key = {"authorization": f"Bearer {token}"}
+            nobody = client.CoreV1Api(client.ApiClient(sa_cfg))
+            status, msg = refusal(lambda n=nobody: n.list_namespaced_pod(ns))
+            ev.expect(status == 403 and f"system:serviceaccount:{ns}:nobody" in msg,
+                      f"{node}: ServiceAccount without RBAC rights (TokenRequest token) lists pods: {status} {msg}",
+                      f"{node} ({server}): ServiceAccount without rights: status {status or 'allowed!'} {msg}")
 
         rv = lab.core.list_namespaced_pod(ns).metadata.resource_version
         created = lab.core.create_namespaced_pod(ns, pod_manifest("fresh", test_image()))

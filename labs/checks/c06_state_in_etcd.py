@@ -2,6 +2,8 @@ import base64
 import json
 import uuid
 
+from kubernetes import client
+
 from labs.core import Evidence, Lab, check, wait_for
 
 
@@ -30,8 +32,8 @@ def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
          "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry --prefix --keys-only | head'"],
     does="Creates a ConfigMap through the API and reads its key in etcd with etcdctl on every etcd member (the "
          "value, in the API server's protobuf encoding, holds the data); changes it (new value, higher "
-         "mod_revision); deletes it (key gone). Creates a Secret and finds its value encrypted in etcd "
-         "(k8s:enc:aescbc:v1:, plaintext absent).",
+         "mod_revision); deletes it (key gone). Writes a Secret through every API server (each at its own "
+         "address) and finds each value encrypted in etcd (k8s:enc:aescbc:v1:, plaintext absent).",
 )
 def run(lab: Lab, ev: Evidence) -> None:
     prefix = lab.unit_arg(lab.control_plane[0], "kube-apiserver", "etcd-prefix") or "/registry"
@@ -57,12 +59,16 @@ def run(lab: Lab, ev: Evidence) -> None:
         wait_for(lambda: etcd_get(lab, key, members[0]) is None, 30, f"{key} to leave etcd")
         ev.expect(True, f"after the delete: {key} is gone from etcd")
 
-        secret = f"s3cret-{uuid.uuid4().hex[:8]}"
-        lab.core.create_namespaced_secret(ns, {"metadata": {"name": "token"}, "stringData": {"password": secret}})
-        kv = etcd_get(lab, f"{prefix}/secrets/{ns}/token", members[0])
-        encrypted = kv is not None and kv["value"].startswith(b"k8s:enc:aescbc:v1:")
-        ev.expect(encrypted and secret.encode() not in kv["value"],
-                  f"Secret stored encrypted: {printable(kv['value'], 40) if kv else ''}… (plaintext {secret!r} absent)",
-                  f"Secret not stored encrypted: {kv and printable(kv['value'])}")
+        for node, server in lab.api_servers().items():
+            secret, name = f"s3cret-{uuid.uuid4().hex[:8]}", f"token-{node}"
+            client.CoreV1Api(lab.api_client_for(server)).create_namespaced_secret(
+                ns, {"metadata": {"name": name}, "stringData": {"password": secret}})
+            kv = etcd_get(lab, f"{prefix}/secrets/{ns}/{name}", members[0])
+            encrypted = kv is not None and kv["value"].startswith(b"k8s:enc:aescbc:v1:")
+            ev.expect(encrypted and secret.encode() not in kv["value"],
+                      f"Secret written through {node}'s API server ({server}) stored encrypted: "
+                      f"{printable(kv['value'], 40) if kv else ''}… (plaintext {secret!r} absent)",
+                      f"Secret written through {node}'s API server ({server}) is not stored encrypted: "
+                      f"{kv and printable(kv['value'])}")
         ev.add(f"through the API the Secret reads back in clear: "
-               f"{base64.b64decode(lab.core.read_namespaced_secret('token', ns).data['password']).decode()}")
+               f"{base64.b64decode(lab.core.read_namespaced_secret(name, ns).data['password']).decode()}")

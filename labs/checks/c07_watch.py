@@ -1,39 +1,27 @@
-import re
 import threading
 import time
-from collections import Counter
 
-import urllib3
 from kubernetes import client, watch
 
-from labs.core import Evidence, Lab, check, established, node_ips
+from labs.core import Evidence, Lab, check
 
-COMPONENTS = ("kube-scheduler", "kube-controller", "kubelet", "kube-proxy")  # ss cuts names at 15 characters
+COMPONENTS = {"kube-scheduler": "control_plane", "kube-controller-manager": "control_plane",
+              "kubelet": "nodes", "kube-proxy": "nodes"}
+USERS = {"kube-scheduler": "system:kube-scheduler", "kube-controller-manager": "system:kube-controller-manager",
+         "kube-proxy": "system:kube-proxy"}  # kubelets: system:node:<name>
 WINDOW = 10  # seconds between the two looks at the components' connections
-WATCH_METRIC = re.compile(r'^apiserver_longrunning_requests\{.*resource="([^"]+)".*verb="WATCH".*\} (\d+)', re.M)
 
 
-def component_conns(lab: Lab) -> set[tuple[str, str, str, str]]:
-    """(node, process, local, peer) of the components' connections to the API server (6443 or the VIP's 8443)."""
-    return {(node, c.process, c.local, c.peer) for node in lab.nodes for c in established(lab, node)
-            if c.process in COMPONENTS and c.peer_port in (6443, 8443)}
-
-
-def open_watches(lab: Lab) -> Counter:
-    """The WATCH requests each API server holds open right now, summed over all of them, by resource."""
-    cfg = lab.api_client.configuration
-    http = urllib3.PoolManager(ca_certs=cfg.ssl_ca_cert, cert_file=cfg.cert_file, key_file=cfg.key_file)
-    total, ips = Counter(), node_ips(lab)
-    for node in lab.control_plane:
-        port = lab.unit_arg(node, "kube-apiserver", "secure-port") or "6443"
-        try:
-            text = http.request("GET", f"https://{ips[node]}:{port}/metrics", timeout=10, retries=False).data.decode()
-        except urllib3.exceptions.HTTPError:
-            continue  # this API server is down: its clients have moved to the others
-        total["(API servers)"] += 1
-        for resource, count in WATCH_METRIC.findall(text):
-            total[resource] += int(count)
-    return total
+def component_conns(lab: Lab, api_ports: set[int]) -> set[tuple[str, str, str, str]]:
+    """(node, component, local, peer) of the connections that each component's main process (its unit's MainPID)
+    holds to an API server."""
+    found = set()
+    for node in lab.nodes:
+        snap = lab.snapshot(node)
+        for comp, where in COMPONENTS.items():
+            if node in getattr(lab, where):
+                found |= {(node, comp, c.local, c.peer) for c in snap.conns_of(comp) if c.peer_port in api_ports}
+    return found
 
 
 @check(
@@ -41,15 +29,18 @@ def open_watches(lab: Lab) -> Counter:
     claim="The API server broadcasts changes: other components watch it and react (or re-read periodically).",
     texts=["000", "004"],
     see=["kubectl get configmaps -w --output-watch-events   # in one terminal; create/edit/delete in another",
-         "kubectl get --raw /metrics | grep 'apiserver_longrunning_requests.*WATCH'",
-         "ssh w1 ss -tnp state established '( dport = :8443 )'   # kubelet, kube-proxy: long-lived connections"],
+         "ssh cp1 \"grep '\\\"verb\\\":\\\"watch\\\"' /var/log/kubernetes/audit.log | grep kube-scheduler | tail -3\"",
+         "ssh w1 ss -tnp state established   # kubelet, kube-proxy: long-lived connections to the API address"],
     does="Opens a watch on ConfigMaps with its own client while the lab's client creates, changes and deletes one: "
-         "the watch must receive ADDED, MODIFIED, DELETED. Then shows the components' long-lived connections to "
-         "the API server (the same sockets before and after) and the WATCH requests every API server holds open "
-         "(at least one per kubelet on pods, per kube-proxy on services and endpointslices).",
+         "the watch must receive ADDED, MODIFIED, DELETED. Then shows each component's own watches: the API "
+         "servers' audit logs record every watch when it starts and when it ends, so the open ones are known per "
+         "caller — the scheduler, the controller-manager, every kubelet and kube-proxy each hold watches (kubelets "
+         "on pods, kube-proxy on services and endpointslices). And the connections behind them: each component's "
+         f"main process keeps the same sockets to an API server open over {WINDOW}s.",
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    started, before = time.monotonic(), component_conns(lab)
+    api_ports = {int(s.rsplit(":", 1)[1]) for s in lab.api_servers().values()} | {int(lab.server.rsplit(":", 1)[1])}
+    started, before = time.monotonic(), component_conns(lab, api_ports)
     with lab.namespace("C07") as ns:
         seen: list[str] = []
         watcher = client.CoreV1Api(client.ApiClient(lab.api_client.configuration))  # another client
@@ -72,16 +63,35 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(types == ["ADDED", "MODIFIED", "DELETED"], f"the watcher received: {'; '.join(seen)}",
                   f"the watcher received {seen}, expected ADDED, MODIFIED, DELETED")
 
+    watches: dict[str, dict[str, int]] = {}
+    for node in lab.control_plane:
+        for user, resources in lab.open_watches(node).items():
+            mine = watches.setdefault(user, {})
+            for resource, count in resources.items():
+                mine[resource] = mine.get(resource, 0) + count
+
+    def shown(user: str) -> str:
+        res = watches.get(user, {})
+        return ", ".join(f"{r} {n}" for r, n in sorted(res.items(), key=lambda x: -x[1])[:8]) or "none"
+
+    for comp, user in USERS.items():
+        ev.expect(bool(watches.get(user)), f"{comp} ({user}) holds open watches on: {shown(user)}",
+                  f"{comp} ({user}) holds no open watch on any API server")
+    proxy = watches.get(USERS["kube-proxy"], {})
+    for resource in ("services", "endpointslices.discovery.k8s.io"):
+        ev.expect(proxy.get(resource, 0) >= len(lab.nodes), f"kube-proxy: {proxy.get(resource, 0)} watches on "
+                  f"{resource} (one per node at least, {len(lab.nodes)} nodes)",
+                  f"kube-proxy: {proxy.get(resource, 0)} watches on {resource} for {len(lab.nodes)} nodes")
+    for node in lab.nodes:
+        user = f"system:node:{node}"
+        ev.expect(watches.get(user, {}).get("pods", 0) >= 1, f"kubelet of {node} ({user}) watches: {shown(user)}",
+                  f"kubelet of {node} ({user}) holds no watch on pods: {shown(user)}")
+
     time.sleep(max(0.0, started + WINDOW - time.monotonic()))
-    kept = before & component_conns(lab)
-    for comp in COMPONENTS:
-        mine = sorted((node, f"{local}->{peer}") for node, proc, local, peer in kept if proc == comp)
-        ev.expect(bool(mine), f"{comp}: {len(mine)} connections open throughout {WINDOW}s, on "
-                  f"{', '.join(sorted({n for n, _ in mine}))} (e.g. {' '.join(mine[-1]) if mine else ''})",
-                  f"{comp}: no connection to the API server stayed open")
-    watches = open_watches(lab)
-    ev.add(f"open WATCH requests on the {watches.pop('(API servers)', 0)} answering API servers: "
-           + ", ".join(f"{r} {n}" for r, n in watches.most_common(12)))
-    for resource in ("pods", "services", "endpointslices"):
-        ev.expect(watches[resource] >= len(lab.nodes), f"{watches[resource]} watches on {resource} "
-                  f"(>= {len(lab.nodes)} nodes)", f"only {watches[resource]} watches on {resource}")
+    kept = before & component_conns(lab, api_ports)
+    for comp, where in COMPONENTS.items():
+        for node in getattr(lab, where):
+            mine = sorted(f"{local}->{peer}" for n, c, local, peer in kept if (n, c) == (node, comp))
+            ev.expect(bool(mine), f"{node}: {comp}'s main process kept {len(mine)} connection(s) to the API open "
+                      f"throughout {WINDOW}s (e.g. {mine[-1] if mine else ''})",
+                      f"{node}: no connection of {comp}'s main process to the API server stayed open for {WINDOW}s")

@@ -1,4 +1,6 @@
 from labs.core import (
+    RESTORER,
+    CheckSkipped,
     Evidence,
     Lab,
     check,
@@ -14,6 +16,18 @@ def cores(quantity: str) -> float:
     return float(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
 
 
+TAINT = {"key": "k8s-arch-lab/c11", "value": "closed", "effect": "NoSchedule"}
+
+
+def cordon(lab: Lab, node: str, on: bool) -> None:
+    lab.core.patch_node(node, {"spec": {"unschedulable": on}})
+
+
+def taint(lab: Lab, node: str, on: bool) -> None:
+    taints = [t.to_dict() for t in lab.core.read_node(node).spec.taints or [] if t.key != TAINT["key"]]
+    lab.core.patch_node(node, {"spec": {"taints": taints + ([TAINT] if on else [])}})
+
+
 def failed_scheduling(lab: Lab, ns: str, pod: str) -> str:
     events = lab.core.list_namespaced_event(ns, field_selector=f"involvedObject.name={pod},reason=FailedScheduling")
     return events.items[0].message if events.items else ""
@@ -27,14 +41,21 @@ def failed_scheduling(lab: Lab, ns: str, pod: str) -> str:
     see=["kubectl describe node w1 | grep -A6 Allocatable",
          "kubectl create deployment big --image=localhost/k8s-arch-lab/echo:1.1.0",
          "kubectl set resources deployment big --requests=cpu=64; kubectl get events | grep FailedScheduling",
-         "kubectl describe node cp1 | grep Taints",
-         "kubectl scale deployment web --replicas=4; kubectl get pods -o wide"],
+         "kubectl cordon w1; kubectl scale deployment web --replicas=3; kubectl get pods -o wide; kubectl uncordon w1",
+         "kubectl taint node w2 k8s-arch-lab/c11=closed:NoSchedule; kubectl scale deployment web --replicas=5",
+         "kubectl taint node w2 k8s-arch-lab/c11-"],
     does="Asks for a pod with more CPU than any node can allocate (Pending, FailedScheduling: Insufficient cpu); "
-         "pins a pod to the last worker with a node selector (placed there); scales a Deployment from 1 to twice the "
-         "number of workers and sees every new replica bound by default-scheduler, none on a tainted or cordoned "
-         "node.",
+         "pins a pod to the last worker with a node selector (placed there). Runs a one-replica Deployment; cordons "
+         "the first worker and scales up: every new replica is bound by default-scheduler elsewhere; uncordons it. "
+         "Then taints the last worker NoSchedule and scales up again: no new replica lands there; removes the "
+         "taint. (Needs two workers for the cordon and taint legs; disruptive because cordons and taints change "
+         "where every other pod may go.)",
+    disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
+    if len(lab.workers) < 2:
+        raise CheckSkipped("needs two workers: one cordoned or tainted, one open (settings.yml: the profile's number "
+                           "of workers)")
     nodes = lab.core.list_node().items
     most = max(cores(n.status.allocatable["cpu"]) for n in nodes)
     closed = sorted(n.metadata.name for n in nodes if n.spec.unschedulable or any(
@@ -56,16 +77,26 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(node == target, f"nodeSelector kubernetes.io/hostname={target}: placed on {node}",
                   f"nodeSelector {target}: placed on {node}")
 
-        first = {p.metadata.name for p in run_deployment(lab, ns, "web", 1)}
-        replicas = 2 * len(lab.workers)
-        lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": replicas}})
-        pods = wait_ready_pods(lab, ns, "web", replicas)
-        placed = {p.metadata.name: p.spec.node_name for p in pods}
-        ev.add(f"scaled web 1 -> {replicas}: " + ", ".join(f"{p}@{n}" for p, n in sorted(placed.items())))
-        for name in sorted(set(placed) - first):
-            events = wait_for(lambda n=name: lab.core.list_namespaced_event(
-                ns, field_selector=f"involvedObject.name={n},reason=Scheduled").items, 30, f"{name}'s Scheduled event")
-            by = {e.reporting_component or (e.source and e.source.component) for e in events}
-            ev.expect(by == {"default-scheduler"} and placed[name] not in closed,
-                      f"new replica {name}: bound to {placed[name]} by {', '.join(by)}",
-                      f"new replica {name}: on {placed[name]}, Scheduled by {by or 'nobody'}")
+        known = {p.metadata.name for p in run_deployment(lab, ns, "web", 1)}
+        replicas = 1
+        for node, close, what in ((lab.workers[0], cordon, "cordoned"), (lab.workers[-1], taint, "tainted")):
+            RESTORER.push(f"open {node} again", lambda n=node, c=close: c(lab, n, False))
+            close(lab, node, True)
+            replicas += 2
+            lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": replicas}})
+            pods = wait_ready_pods(lab, ns, "web", replicas)
+            placed = {p.metadata.name: p.spec.node_name for p in pods}
+            new = sorted(set(placed) - known)
+            ev.add(f"{node} {what}; scaled web to {replicas}: new " + ", ".join(f"{p}@{placed[p]}" for p in new))
+            for name in new:
+                events = wait_for(lambda n=name: lab.core.list_namespaced_event(
+                    ns, field_selector=f"involvedObject.name={n},reason=Scheduled").items, 30,
+                    f"{name}'s Scheduled event")
+                by = sorted({e.reporting_component or (e.source and e.source.component) or "?" for e in events})
+                ev.expect(by == ["default-scheduler"] and placed[name] != node and placed[name] not in closed,
+                          f"new replica {name}: bound to {placed[name]} by {', '.join(by)}, not to the {what} {node}",
+                          f"new replica {name}: on {placed[name]} ({what} node: {node}), Scheduled by "
+                          f"{', '.join(by)}")
+            close(lab, node, False)
+            RESTORER.discard(f"open {node} again")
+            known = set(placed)

@@ -20,8 +20,9 @@ def deployment(name: str, replicas: int) -> dict:
     see=["ssh cp1 systemctl stop kube-controller-manager  # on every control-plane node",
          "kubectl scale deploy web --replicas=3; kubectl get pods  # nothing new",
          "ssh cp1 systemctl start kube-controller-manager"],
-    does="Runs a one-replica Deployment, stops the controller manager everywhere, scales to three and sees no new "
-         "pod; starts it and sees the three pods appear.",
+    does="Runs a one-replica Deployment and times how long the controllers take to create a pod when it is scaled "
+         "to two. Stops the controller manager everywhere, scales to four and sees no new pod for three times that "
+         "long (at least 5 s); starts it and sees the four pods appear.",
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -31,11 +32,17 @@ def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C13") as ns:
         lab.apps.create_namespaced_deployment(ns, deployment("web", 1))
         wait_for(lambda: pods(ns) == 1, 90, "the Deployment's first pod")
+        started = time.monotonic()
+        lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 2}})
+        wait_for(lambda: pods(ns) == 2, 60, "the controllers to create the second pod")
+        took = time.monotonic() - started
+        window = max(5.0, 3 * took)
+        ev.add(f"with the controller manager running, scaling 1 -> 2 created the pod in {took:.2f} s")
         lab.stop_units(lab.control_plane, ["kube-controller-manager"], ev)
-        lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 3}})
-        time.sleep(15)
-        ev.expect(pods(ns) == 1, "scaled to 3 replicas with no controller manager: after 15 s still 1 pod",
-                  f"pods appeared without the controller manager ({pods(ns)})")
+        lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 4}})
+        time.sleep(window)
+        ev.expect(pods(ns) == 2, f"scaled to 4 replicas with no controller manager: after {window:.0f} s still 2 "
+                  "pods", f"pods appeared without the controller manager ({pods(ns)})")
         lab.start_units(lab.control_plane, ["kube-controller-manager"], ev)
-        wait_for(lambda: pods(ns) == 3, 120, "the controllers to create the missing pods")
-        ev.expect(True, "controller manager back: 3 pods")
+        wait_for(lambda: pods(ns) == 4, 120, "the controllers to create the missing pods")
+        ev.expect(True, "controller manager back: 4 pods")

@@ -5,18 +5,32 @@ from labs.core import Evidence, Lab, check
     "C16", "kubelet runs on every node, control plane included, and registers it",
     claim="kubelet runs on every node, control plane included, and registers it.",
     texts=["000"],
-    see=["kubectl get nodes", "ssh cp1 systemctl status kubelet", "ssh cp1 journalctl -u kubelet | grep -i register"],
-    does="For each inventory machine: an active kubelet unit, and a Node object of the same name whose kubelet "
-         "version is the kubelet's.",
+    see=["kubectl get nodes", "ssh cp1 systemctl status kubelet",
+         "kubectl -n kube-node-lease get leases", "ssh cp1 journalctl -u kubelet | grep -i register"],
+    does="For each inventory machine: kubelet.service active with a kubelet as its main process, a Node object of "
+         "the same name whose kubelet version is that binary's, Ready, and a current heartbeat (its Lease renewed "
+         "within leaseDurationSeconds, by the API server's clock).",
 )
 def run(lab: Lab, ev: Evidence) -> None:
     registered = {n.metadata.name: n for n in lab.core.list_node().items}
     for name in lab.nodes:
-        ev.expect(lab.host(name).service("kubelet").is_running, f"{name}: kubelet active",
-                  f"{name}: kubelet is not running")
+        snap = lab.snapshot(name)
+        unit = snap.units.get("kubelet")
+        proc = snap.procs.get(unit.main_pid) if unit and unit.main_pid else None
+        ev.expect(unit is not None and unit.state == "active" and proc is not None and proc.binary == "kubelet",
+                  f"{name}: kubelet.service active, main process {proc}",
+                  f"{name}: kubelet.service is {unit.state if unit else 'missing'} (main process {proc or 'none'})")
         node = registered.get(name)
         ev.expect(node is not None, f"{name}: Node object registered", f"{name}: no Node object")
-        running = lab.sh(name, "kubelet --version").split()[-1]
+        running = lab.sh(name, f"/proc/{unit.main_pid}/exe --version").split()[-1]
         reported = node.status.node_info.kubelet_version
         ev.expect(reported == running, f"{name}: the Node reports kubelet {reported}, the node runs {running}",
                   f"{name}: the Node reports kubelet {reported} but the node runs {running}")
+        ready = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
+        lease = lab.coordination.read_namespaced_lease(name, "kube-node-lease").spec
+        age = (lab.server_now() - lease.renew_time).total_seconds()
+        ev.expect(ready is not None and ready.status == "True" and age <= lease.lease_duration_seconds,
+                  f"{name}: Ready; its Lease renewed {age:.0f}s ago (leaseDurationSeconds "
+                  f"{lease.lease_duration_seconds})",
+                  f"{name}: Ready={ready.status if ready else 'unknown'}, Lease renewed {age:.0f}s ago "
+                  f"(leaseDurationSeconds {lease.lease_duration_seconds})")

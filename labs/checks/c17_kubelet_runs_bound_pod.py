@@ -6,8 +6,9 @@ from labs.core import (
     event_source,
     pod_events,
     pod_manifest,
-    run_pod,
     test_image,
+    wait_for,
+    wait_running,
 )
 
 
@@ -20,28 +21,36 @@ from labs.core import (
          "kubectl get events --field-selector involvedObject.name=bound   # no Scheduled event; kubelet's events",
          "ssh w1 crictl ps --name main --label io.kubernetes.pod.name=bound",
          "ssh w2 crictl ps --name main --label io.kubernetes.pod.name=bound   # nothing"],
-    does="Creates a pod with spec.nodeName already set to a worker (the scheduler is not involved: no Scheduled "
-         "event). The pod runs; its events come from that worker's kubelet; its container is in that worker's "
-         "containerd (crictl, same id as the pod status) and in no other node's.",
+    does="Creates, for every worker, a pod with spec.nodeName already set to it (the scheduler is not involved: no "
+         "Scheduled event). Each pod runs; its events come from that worker's kubelet; its container is in that "
+         "worker's containerd (crictl, same id as the pod status) and in no other node's.",
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    target = lab.workers[0]
     with lab.namespace("C17") as ns:
-        pod = run_pod(lab, ns, pod_manifest("bound", test_image(), nodeName=target))
-        ev.expect(pod.spec.node_name == target, f"pod bound straight to {target} runs (host IP {pod.status.host_ip})")
-        events = pod_events(lab, ns, "bound")
-        reasons = [f"{e.reason} by {' on '.join(event_source(e))}" for e in events]
-        ev.add(f"its events: {'; '.join(reasons)}")
-        ev.expect(not any(e.reason == "Scheduled" for e in events), "no Scheduled event: no scheduler involved",
-                  "a Scheduled event exists: the scheduler took part")
-        ev.expect(any(e.reason == "Started" and event_source(e)[1] == target for e in events),
-                  f"Started by the kubelet of {target}", f"no Started event from {target}'s kubelet")
-        status_id = pod.status.container_statuses[0].container_id.split("://")[-1]
-        for node in lab.nodes:
-            found = crictl_container(lab, node, ns, "bound")
-            if node == target:
-                ev.expect(bool(found) and status_id.startswith(found), f"{node}: crictl lists container {found} "
-                          f"(pod status: {pod.status.container_statuses[0].container_id[:25]}…)",
-                          f"{node}: crictl shows {found!r}, pod status says {status_id}")
-            else:
-                ev.expect(not found, f"{node}: no such container", f"{node}: container {found} found too")
+        names = {target: f"bound-{i}" for i, target in enumerate(lab.workers)}
+        for target, name in names.items():
+            lab.core.create_namespaced_pod(ns, pod_manifest(name, test_image(), nodeName=target))
+        for target, name in names.items():
+            pod = wait_running(lab, ns, name)
+            ev.expect(pod.spec.node_name == target, f"{name}, bound straight to {target}, runs "
+                      f"(host IP {pod.status.host_ip})", f"{name} runs on {pod.spec.node_name}, not {target}")
+            # Events are written asynchronously: wait (bounded) for the kubelet's Started event.
+            def started(n=name):
+                events = pod_events(lab, ns, n)
+                return events if any(e.reason == "Started" for e in events) else None
+
+            events = wait_for(started, 30, f"{name}'s Started event")
+            ev.add(f"{name}'s events: " + "; ".join(f"{e.reason} by {' on '.join(event_source(e))}" for e in events))
+            ev.expect(not any(e.reason == "Scheduled" for e in events), f"{name}: no Scheduled event: no scheduler "
+                      "involved", f"{name}: a Scheduled event exists: the scheduler took part")
+            ev.expect(any(e.reason == "Started" and event_source(e)[1] == target for e in events),
+                      f"{name}: Started by the kubelet of {target}",
+                      f"{name}: no Started event from {target}'s kubelet")
+            status_id = pod.status.container_statuses[0].container_id.split("://")[-1]
+            for node in lab.nodes:
+                found = crictl_container(lab, node, ns, name)
+                if node == target:
+                    ev.expect(bool(found) and status_id.startswith(found), f"{node}: crictl lists {name}'s "
+                              f"container {found}", f"{node}: crictl shows {found!r}, {name}'s status says {status_id}")
+                else:
+                    ev.expect(not found, f"{node}: no container of {name}", f"{node}: {name}'s container {found} too")

@@ -23,8 +23,9 @@ EXEC_SECONDS = 15  # how long the exec keeps its stream (and the API server's co
     see=["kubectl logs <pod>; kubectl exec <pod> -- cat /etc/hostname",
          "ssh cp1 curl -sk https://192.168.56.21:10250/pods          # Unauthorized",
          "kubectl exec <pod on w1> -- sleep 30 &  ssh w1 ss -tnp state established '( sport = :10250 )'"],
-    does="Reads a pod's logs and runs a command in it through the API server. Calls the kubelet's port on the pod's "
-         "node without credentials (401) and with the API server's kubelet-client certificate (200). During a "
+    does="Reads a pod's logs and runs a command in it through the API server. Calls the kubelet's port on every "
+         "node, control plane included, without credentials (401) and with the API server's kubelet-client "
+         "certificate (200). During a "
          f"{EXEC_SECONDS}s exec, lists the connections to the kubelet port on the pod's node: a new one comes from a "
          "control-plane node (the API server relaying the exec).",
 )
@@ -40,16 +41,19 @@ def run(lab: Lab, ev: Evidence) -> None:
         out = pod_exec(lab, ns, "target", ["cat", "/etc/hostname"]).strip()
         ev.expect(out == "target", f"exec through the API: cat /etc/hostname -> {out}", f"exec answered {out!r}")
 
-        url = f"https://{ips[node]}:{port}/pods"
-        cp = lab.control_plane[0]
-        anon = lab.sh(cp, f"curl -sk -o /dev/null -w '%{{http_code}}' {url}", check=False)
-        ev.expect(anon == "401", f"{cp}: anonymous GET {url} -> {anon}", f"anonymous GET {url} -> {anon}")
-        pki = "/etc/kubernetes/pki"
-        auth = lab.sh(cp, f"curl -s -o /dev/null -w '%{{http_code}}' --cacert {pki}/ca.crt --cert "
-                          f"{pki}/apiserver-kubelet-client.crt --key {pki}/apiserver-kubelet-client.key {url}",
-                      check=False)
-        ev.expect(auth == "200", f"{cp}: the same with the API server's kubelet-client certificate -> {auth}",
-                  f"GET {url} with the kubelet-client certificate -> {auth}")
+        cp, pki = lab.control_plane[0], "/etc/kubernetes/pki"
+        for other in lab.nodes:
+            kubelet_port = lab.core.read_node(other).status.daemon_endpoints.kubelet_endpoint.port
+            url = f"https://{ips[other]}:{kubelet_port}/pods"
+            anon = lab.sh(cp, f"curl -sk --max-time 10 -o /dev/null -w '%{{http_code}}' {url}", check=False)
+            auth = lab.sh(cp, f"curl -s --max-time 10 -o /dev/null -w '%{{http_code}}' --cacert {pki}/ca.crt "
+                              f"--cert {pki}/apiserver-kubelet-client.crt --key {pki}/apiserver-kubelet-client.key "
+                              f"{url}", check=False)
+            ev.expect(anon == "401" and auth == "200",
+                      f"{other}'s kubelet: anonymous GET {url} -> {anon}; with the API server's kubelet-client "
+                      f"certificate -> {auth}",
+                      f"{other}'s kubelet: anonymous GET {url} -> {anon} (want 401), with the kubelet-client "
+                      f"certificate -> {auth} (want 200)")
 
         def from_control_plane() -> set[tuple[str, str]]:
             return {(c.peer, control[c.peer_ip]) for c in established(lab, node, f"'( sport = :{port} )'")

@@ -1,14 +1,15 @@
-import re
+import time
 
 from kubernetes import client
 
-from labs.core import Evidence, Lab, check, wait_for
+from labs.core import Evidence, Lab, check, proxy_config, proxy_sync_period, scaled, wait_for
+from labs.nodefacts import rules_mentioning
 
 
-def has_rules(lab: Lab, node: str, ip: str) -> bool:
+def rules(lab: Lab, node: str, ip: str) -> list[str]:
     # A Service without endpoints is a REJECT rule in the filter table, not a DNAT in nat: read every table.
-    rules = lab.sh(node, "iptables-save 2>/dev/null; nft list ruleset 2>/dev/null; true", check=False)
-    return re.search(rf"(?<![\d.]){re.escape(ip)}(?![\d])", rules) is not None
+    return rules_mentioning(lab.sh(node, "iptables-save 2>/dev/null; nft list ruleset 2>/dev/null; true",
+                                   check=False), ip)
 
 
 @check(
@@ -17,22 +18,33 @@ def has_rules(lab: Lab, node: str, ip: str) -> bool:
     texts=["000", "004"],
     see=["ssh w2 systemctl stop kube-proxy", "kubectl create service clusterip late --tcp=80:8080",
          "ssh w2 iptables-save | grep <cluster-ip>   # nothing", "ssh w2 systemctl start kube-proxy"],
-    does="Stops kube-proxy on a worker, creates a Service, sees its ClusterIP in the rules of another node but not "
-         "of that worker; starts kube-proxy and sees the rules appear.",
+    does="Stops kube-proxy on a worker, creates a Service, sees its ClusterIP in the rules of another node, then "
+         "watches the stopped worker's rules for a whole kube-proxy sync period (its config's syncPeriod): no rule "
+         "for the Service appears; starts kube-proxy and sees the rules appear.",
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
     worker, other = lab.workers[-1], lab.workers[0]
+    period = proxy_sync_period(proxy_config(lab, worker))
     with lab.namespace("C25") as ns:
         lab.stop_units([worker], ["kube-proxy"], ev)
         svc = lab.core.create_namespaced_service(ns, client.V1Service(
             metadata=client.V1ObjectMeta(name="late"),
             spec=client.V1ServiceSpec(selector={"app": "none"}, ports=[client.V1ServicePort(port=80)])))
         ip = svc.spec.cluster_ip
-        wait_for(lambda: has_rules(lab, other, ip), 30, f"rules for {ip} on {other}")
+        wait_for(lambda: rules(lab, other, ip), 30, f"rules for {ip} on {other}")
         ev.expect(True, f"{other} (kube-proxy running) has rules for the new Service {ip}")
-        ev.expect(not has_rules(lab, worker, ip), f"{worker} (kube-proxy stopped) has no rule for {ip}",
-                  f"{worker} has rules for {ip} without kube-proxy")
+        deadline, looks = time.monotonic() + scaled(period), 0
+        while True:
+            found = rules(lab, worker, ip)
+            looks += 1
+            if found:
+                ev.expect(False, "", f"{worker} has rules for {ip} without kube-proxy: {found[:2]}")
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(2)
+        ev.expect(True, f"{worker} (kube-proxy stopped): no rule for {ip} in {looks} looks over {period:g}s "
+                  "(kube-proxy's syncPeriod)")
         lab.start_units([worker], ["kube-proxy"], ev)
-        wait_for(lambda: has_rules(lab, worker, ip), 60, f"rules for {ip} on {worker}")
+        wait_for(lambda: rules(lab, worker, ip), 60, f"rules for {ip} on {worker}")
         ev.expect(True, f"kube-proxy started: {worker} has rules for {ip}")

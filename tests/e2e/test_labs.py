@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -16,7 +18,7 @@ from conftest import lab_check
 from kubernetes.client.rest import ApiException
 
 from labs.cli import run_check
-from labs.core import LAB_LABEL, Lab, load_checks, wait_for
+from labs.core import LAB_LABEL, Lab, load_checks, test_image, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.labs]
 
@@ -105,13 +107,56 @@ def stopped(lab: Lab, nodes: list[str], unit: str):
 
 
 @contextlib.contextmanager
-def transient_unit(lab: Lab, node: str, unit: str):
-    """A process calling itself a control-plane component, on a worker."""
-    lab.sh(node, f"systemd-run --unit={unit} --collect sleep 600")
+def stray_etcd(lab: Lab, node: str):
+    """A real control-plane component, etcd, running on a worker outside any unit of its own (started from a shell,
+    as someone trying things out would): the binary of a control-plane node, serving on loopback only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        lab.host(lab.control_plane[0]).ansible("fetch", f"src=/usr/local/bin/etcd dest={tmp}/etcd flat=yes",
+                                               check=False)
+        lab.sh(node, "mkdir -p /usr/local/sbin/lab-stray")
+        put = lab.host(node).ansible("copy", f"src={tmp}/etcd dest=/usr/local/sbin/lab-stray/etcd mode=0755",
+                                     check=False)
+    assert lab.sh(node, "test -x /usr/local/sbin/lab-stray/etcd && echo yes", check=False) == "yes", put
+    # No `cd dir &&` before the `&`: the whole list would run in a subshell that waits for etcd and keeps
+    # the ssh session open.
+    lab.sh(node, "setsid nohup /usr/local/sbin/lab-stray/etcd --data-dir /tmp/lab-stray-etcd "
+                 "--listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 "
+                 "--listen-peer-urls http://127.0.0.1:23800 --listen-metrics-urls http://127.0.0.1:23810 "
+                 ">/tmp/lab-stray-etcd.log 2>&1 < /dev/null &")
+    wait_for(lambda: lab.sh(node, "ss -Hltn 'sport = :23790'", check=False), 30, "the stray etcd to listen")
     try:
         yield
     finally:
-        lab.sh(node, f"systemctl stop {unit}", check=False)
+        lab.sh(node, "pkill -f '/usr/local/sbin/lab-stra[y]/etcd'; sleep 1; "
+                     "rm -rf /usr/local/sbin/lab-stray /tmp/lab-stray-etcd /tmp/lab-stray-etcd.log", check=False)
+
+
+@contextlib.contextmanager
+def masquerade(lab: Lab, node: str, unit: str):
+    """The unit is active, but what it runs is not the component: its ExecStart replaced by a sleep."""
+    dropin = f"/etc/systemd/system/{unit}.service.d/zz-lab-falsify.conf"
+    before = active_services(lab, node)
+    lab.sh(node, f"mkdir -p $(dirname {dropin}) && printf '[Service]\\nExecStart=\\nExecStart=/bin/sleep infinity\\n"
+                 f"Type=simple\\n' > {dropin} && systemctl daemon-reload && systemctl restart {unit}")
+    try:
+        yield
+    finally:
+        lab.sh(node, f"rm -f {dropin} && systemctl daemon-reload && systemctl restart {unit}; "
+                     f"systemctl start --no-block {' '.join(before)}", check=False)
+        lab.wait_healthy(timeout=240)
+
+
+@contextlib.contextmanager
+def image_removed(lab: Lab, node: str, image: str):
+    """The runtime no longer holds the image of a running container (removed from containerd's k8s.io
+    namespace); put back afterwards from the archive the containerd role imported it from."""
+    lab.sh(node, f"ctr -n k8s.io images rm {image}")
+    try:
+        yield
+    finally:
+        archive = f"/var/lib/k8s-arch-lab/images/{image.rsplit('/', 1)[-1].split(':')[0]}.tar"
+        lab.sh(node, f"ctr -n k8s.io images ls -q | grep -qx '{image}' || "
+                     f"ctr -n k8s.io images import --local {archive}", check=False)
 
 
 @contextlib.contextmanager
@@ -143,7 +188,7 @@ def api_ready(lab: Lab, node: str, port: str) -> bool:
 def restart(lab: Lab, nodes: list[str], unit: str) -> None:
     """Restart a unit node by node; an API server must answer again before the next one goes."""
     for node in nodes:
-        lab.sh(node, f"systemctl restart {unit}")
+        lab.sh(node, f"systemctl daemon-reload && systemctl restart {unit}")
         if unit == "kube-apiserver":
             port = lab.unit_arg(node, "kube-apiserver", "secure-port") or "6443"
             wait_for(lambda n=node, p=port: api_ready(lab, n, p), 120, f"the API server on {node}")
@@ -305,75 +350,147 @@ def check_module(check_id: str):
     return sys.modules[load_checks()[check_id].func.__module__]
 
 
-def falsifiers(lab: Lab) -> dict:
-    worker, cp = lab.workers[0], lab.control_plane[0]
+def etcd_open_to_all(doc: dict) -> None:
+    """etcd config: clients need no certificate from etcd's CA."""
+    doc["client-transport-security"]["client-cert-auth"] = False
+    doc["client-transport-security"].pop("trusted-ca-file", None)
+
+
+def authorize_everything(text: str) -> str:
+    """kube-apiserver unit: every authenticated request is allowed."""
+    return re.sub(r"--authorization-mode=\S+", "--authorization-mode=AlwaysAllow", text)
+
+
+def scheduler_ignores_cordons(doc: dict) -> None:
+    """Scheduler config: the filters that keep pods off cordoned nodes switched off: NodeUnschedulable, and
+    TaintToleration (a cordoned node also gets the node.kubernetes.io/unschedulable:NoSchedule taint)."""
+    doc["profiles"] = [{"schedulerName": "default-scheduler",
+                        "plugins": {"filter": {"disabled": [{"name": "NodeUnschedulable"},
+                                                            {"name": "TaintToleration"}]}}}]
+
+
+def falsifiers(lab: Lab) -> dict[str, tuple]:
+    """Per case: (the check, the falsifier making its claim false, a pattern the failure message must match: the
+    reason the check gives is the broken claim, never an unrelated error). Where a check looks at each of several
+    instances (etcd members, API servers, kubelets, control-plane nodes, workers), only one of them is broken."""
+    cp, last_cp, last_worker = lab.control_plane[0], lab.control_plane[-1], lab.workers[-1]
     etcd = lab.groups.get("etcd") or lab.control_plane
+    scheduler_config = "/etc/kubernetes/kube-scheduler.yaml"
     return {
-        # a worker runs a process that calls itself kube-scheduler
-        "C01": lambda: transient_unit(lab, worker, "kube-scheduler"),
-        # the control-plane taint removed: ordinary pods may land there
-        "C02": lambda: untainted(lab, cp),
-        # kube-proxy not running on a worker
-        "C03": lambda: stopped(lab, [worker], "kube-proxy"),
-        # a program other than the API server talks to etcd
-        "C04": lambda: rogue_etcd_client(lab, cp),
-        # authorization lets every ServiceAccount read pods
-        "C05": lambda: grant(lab, "lab-falsify-c05", {"kind": "Group", "name": "system:serviceaccounts",
-                                                      "apiGroup": "rbac.authorization.k8s.io"}, role="view"),
-        # new Secrets written to etcd in plain text
-        "C06": lambda: edited(lab, lab.control_plane, "/etc/kubernetes/encryption-config.yaml",
-                              yaml_edit(identity_first), "kube-apiserver"),
-        # kube-proxy nowhere: no component watches Services and EndpointSlices
-        "C07": lambda: stopped(lab, lab.nodes, "kube-proxy"),
+        # a real etcd started by hand on a worker, outside any unit
+        "C01": ("C01", lambda: stray_etcd(lab, last_worker),
+                rf"{last_worker} \(worker\) runs control-plane components: pid \d+ /usr/local/sbin/lab-stray/etcd"),
+        # the control-plane taint removed from one control-plane node
+        "C02": ("C02", lambda: untainted(lab, last_cp), rf"{last_cp} lacks the NoSchedule taint"),
+        # kube-proxy's unit active on a worker, but running something else
+        "C03": ("C03", lambda: masquerade(lab, last_worker, "kube-proxy"),
+                rf"{last_worker}: kube-proxy.service is active, its main process pid \d+ /\S*sleep"),
+        # a program other than the API server talks to etcd (etcdctl's binary under another name)
+        "C04": ("C04", lambda: rogue_etcd_client(lab, cp),
+                rf"{cp}: .* -> etcd .* is held by pid \d+ /usr/local/sbin/rogue-client"),
+        # one etcd member accepts clients without a certificate
+        "C04-member": ("C04", lambda: edited(lab, [etcd[-1]], "/etc/etcd/etcd.conf.yml", yaml_edit(etcd_open_to_all),
+                                             "etcd"),
+                       rf"etcd {etcd[-1]} answered a client without a certificate"),
+        # one API server authorizes everything
+        "C05": ("C05", lambda: edited(lab, [last_cp], "/etc/systemd/system/kube-apiserver.service",
+                                      authorize_everything, "kube-apiserver"),
+                rf"{last_cp} \(https://\S+\): ServiceAccount without rights: status allowed!"),
+        # one API server writes new Secrets to etcd in plain text
+        "C06": ("C06", lambda: edited(lab, [last_cp], "/etc/kubernetes/encryption-config.yaml",
+                                      yaml_edit(identity_first), "kube-apiserver"),
+                rf"Secret written through {last_cp}'s API server .* is not stored encrypted"),
+        # kube-proxy nowhere: nobody watches Services and EndpointSlices
+        "C07": ("C07", lambda: stopped(lab, lab.nodes, "kube-proxy"),
+                r"kube-proxy \(system:kube-proxy\) holds no open watch"),
+        # no scheduler: its watches are gone
+        "C07-scheduler": ("C07", lambda: stopped(lab, lab.control_plane, "kube-scheduler"),
+                          r"kube-scheduler \(system:kube-scheduler\) holds no open watch"),
         # `systemctl stop etcd` leaves etcd serving
-        "C08": lambda: unstoppable(lab, etcd, "etcd"),
+        "C08": ("C08", lambda: unstoppable(lab, etcd, "etcd"), r"waiting for API writes to fail without etcd"),
         # etcd members that do not stop: writes go on with "two of three down"
-        "C09": lambda: unstoppable(lab, etcd, "etcd"),
-        "C10": lambda: unstoppable(lab, lab.control_plane, "kube-scheduler"),
+        "C09": ("C09", lambda: unstoppable(lab, etcd, "etcd"), r"waiting for writes to fail with two members down"),
+        "C10": ("C10", lambda: unstoppable(lab, lab.control_plane, "kube-scheduler"),
+                r"the pod got node '\S+' without a scheduler"),
         # the scheduler ignores resource requests
-        "C11": lambda: edited(lab, lab.control_plane, "/etc/kubernetes/kube-scheduler.yaml",
-                              yaml_edit(scheduler_ignores_requests), "kube-scheduler"),
+        "C11": ("C11", lambda: edited(lab, lab.control_plane, scheduler_config, yaml_edit(scheduler_ignores_requests),
+                                      "kube-scheduler"),
+                r"FailedScheduling for the big pod|pod asking \d+ CPUs: node \S+"),
+        # the scheduler places pods on cordoned nodes
+        "C11-cordon": ("C11", lambda: edited(lab, lab.control_plane, scheduler_config,
+                                             yaml_edit(scheduler_ignores_cordons), "kube-scheduler"),
+                       rf"new replica \S+: on \S+ \(cordoned node: {lab.workers[0]}\)"),
         # once the Deployment runs, the controllers stop: a deleted pod is not replaced
-        "C12": lambda: after_call(check_module("C12"), "run_deployment",
-                                  lambda _pods: stopped(lab, lab.control_plane, "kube-controller-manager")),
-        "C13": lambda: unstoppable(lab, lab.control_plane, "kube-controller-manager"),
-        "C14": lambda: unstoppable(lab, [lab.workers[-1]], "kubelet"),
+        "C12": ("C12", lambda: after_call(check_module("C12"), "run_deployment",
+                                          lambda _pods: stopped(lab, lab.control_plane, "kube-controller-manager")),
+                r"waiting for \d+ ready pods app=web"),
+        "C13": ("C13", lambda: unstoppable(lab, lab.control_plane, "kube-controller-manager"),
+                r"pods appeared without the controller manager"),
+        "C14": ("C14", lambda: unstoppable(lab, [last_worker], "kubelet"),
+                rf"waiting for {last_worker} to be marked not Ready"),
         # the API refuses the controller's writes: nothing gets reconciled
-        "C15": lambda: deny_greetings(lab),
-        "C16": lambda: stopped(lab, [worker], "kubelet"),
-        # the target worker's kubelet is not running: nobody starts the bound pod
-        "C17": lambda: stopped(lab, [worker], "kubelet"),
+        "C15": ("C15", lambda: deny_greetings(lab), r"waiting for the controller to create team-greeting"),
+        "C16": ("C16", lambda: stopped(lab, [last_worker], "kubelet"),
+                rf"{last_worker}: kubelet.service is (inactive|failed|deactivating)"),
+        # one worker's kubelet is not running: nobody starts the pod bound to it
+        "C17": ("C17", lambda: stopped(lab, [last_worker], "kubelet"),
+                rf"waiting for pod lab-c17-\w+/bound-{len(lab.workers) - 1} to run"),
         # once the pod runs, its node's kubelet stops: a killed container is not restarted
-        "C18": lambda: after_call(check_module("C18"), "run_pod",
-                                  lambda pod: stopped(lab, [pod.spec.node_name], "kubelet")),
+        "C18": ("C18", lambda: after_call(check_module("C18"), "run_pod",
+                                          lambda pod: stopped(lab, [pod.spec.node_name], "kubelet")),
+                r"waiting for the container to be restarted"),
         # a worker's kubelet stops renewing its Lease
-        "C19": lambda: stopped(lab, [lab.workers[-1]], "kubelet"),
+        "C19": ("C19", lambda: stopped(lab, [last_worker], "kubelet"),
+                r"waiting for every node's Lease to be renewed twice"),
         # the nodes' group may read every Secret (the pre-Node-authorizer binding)
-        "C20": lambda: grant(lab, "lab-falsify-c20", {"kind": "Group", "name": "system:nodes",
-                                                      "apiGroup": "rbac.authorization.k8s.io"},
-                             rules=[{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]),
-        # kubelets that let anonymous callers in and authorize everything
-        "C21": lambda: edited(lab, lab.workers, "/var/lib/kubelet/config.yaml", yaml_edit(kubelet_open), "kubelet"),
-        # no container runtime on the workers
-        "C22": lambda: stopped(lab, lab.workers, "containerd"),
+        "C20": ("C20", lambda: grant(lab, "lab-falsify-c20", {"kind": "Group", "name": "system:nodes",
+                                                             "apiGroup": "rbac.authorization.k8s.io"},
+                                     rules=[{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]),
+                r"GET Secret other -> 200, expected 403"),
+        # one kubelet lets anonymous callers in and authorizes everything
+        "C21": ("C21", lambda: edited(lab, [last_worker], "/var/lib/kubelet/config.yaml", yaml_edit(kubelet_open),
+                                      "kubelet"),
+                rf"{last_worker}'s kubelet: anonymous GET \S+ -> 200 \(want 401\)"),
+        # once the pod runs, the runtime of its node no longer holds the pod's image
+        "C22": ("C22", lambda: after_call(check_module("C22"), "run_pod",
+                                          lambda pod: image_removed(lab, pod.spec.node_name, test_image())),
+                r": \S+ not in containerd"),
         # kube-proxy not running on one worker: no rules there for a new Service
-        "C23": lambda: stopped(lab, [lab.workers[-1]], "kube-proxy"),
+        "C23": ("C23", lambda: stopped(lab, [last_worker], "kube-proxy"),
+                rf"waiting for rules for \S+ on {last_worker}"),
         # a worker without its routes to the other nodes' pod ranges
-        "C24": lambda: stopped(lab, [worker], "pod-network"),
-        "C25": lambda: unstoppable(lab, [lab.workers[-1]], "kube-proxy"),
-        "C26": lambda: stopped(lab, [worker], "pod-network"),
-        "C27": lambda: unstoppable(lab, lab.control_plane, "etcd", "kube-apiserver"),
-        "C28": lambda: stopped(lab, [n for n in lab.control_plane if n != vip_holder(lab)], "kube-apiserver"),
+        "C24": ("C24", lambda: stopped(lab, [lab.workers[0]], "pod-network"),
+                rf"waiting for \d+ answers from \S+ on {lab.workers[0]}"),
+        "C25": ("C25", lambda: unstoppable(lab, [last_worker], "kube-proxy"),
+                rf"{last_worker} has rules for \S+ without kube-proxy"),
+        "C26": ("C26", lambda: stopped(lab, [lab.workers[0]], "pod-network"),
+                rf"on-{lab.workers[0]} -> \S+: |in \S+/on-{lab.workers[0]}: |{lab.workers[0]} does not route"),
+        "C27": ("C27", lambda: unstoppable(lab, lab.control_plane, "etcd", "kube-apiserver"),
+                r"the API still answers writes"),
+        "C28": ("C28", lambda: stopped(lab, [n for n in lab.control_plane if n != vip_holder(lab)], "kube-apiserver"),
+                r"waiting for a write through \S+ with \S+ down"),
     }
 
 
-@pytest.mark.parametrize("check_id", [f"C{i:02d}" for i in range(1, 29)])
-def test_check_fails_while_its_claim_is_false(lab, check_id):
+CASES = ["C01", "C02", "C03", "C04", "C04-member", "C05", "C06", "C07", "C07-scheduler", "C08", "C09", "C10",
+         "C11", "C11-cordon", "C12", "C13", "C14", "C15", "C16", "C17", "C18", "C19", "C20", "C21", "C22", "C23",
+         "C24", "C25", "C26", "C27", "C28"]
+
+
+def test_every_check_has_a_falsification_case():
+    assert {case.split("-")[0] for case in CASES} == set(load_checks())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_check_fails_while_its_claim_is_false(lab, case):
+    check_id, falsify, reason = falsifiers(lab)[case]
     chk = load_checks()[check_id]
     # the falsifier keeps the claim false (and so the cluster unhealthy) until it exits; it waits for the
     # cluster to be healthy again itself, so the check's own health wait would only time out here
-    with falsifiers(lab)[check_id]():
+    with falsify():
         result = run_check(lab, chk, tty=False, wait_healthy=False)
     print("\n".join(result.evidence), "\n→", result.message)
-    assert result.status == "failed", f"{check_id} did not fail while its claim was false: {result.status}"
+    assert result.status == "failed", f"{case} did not fail while its claim was false: {result.status}"
+    assert re.search(reason, result.message), f"{case} failed for another reason than the broken claim: " \
+        f"{result.message!r} does not match {reason!r}"
     assert not lab_namespaces(lab)

@@ -79,6 +79,18 @@ def test_an_undo_that_fails_makes_the_result_an_error():
     assert "could not restore: start etcd: unit not found" in result.message
 
 
+def test_a_false_claim_stays_failed_when_restoring_also_goes_wrong():
+    def body(lab, ev):
+        RESTORER.push("start etcd", lambda: (_ for _ in ()).throw(OSError("unit not found")))
+        ev.expect(False, "", "writes went on without etcd")
+
+    cluster = Cluster(healthy=False)
+    result = run_check(cluster, make_check(body, disruptive=True), tty=False)
+    assert result.status == "failed"
+    assert result.message.startswith("writes went on without etcd; could not restore: start etcd: unit not found")
+    assert "cluster not healthy after the check" in result.message
+
+
 def test_a_disruptive_check_that_leaves_the_cluster_unhealthy_is_an_error():
     cluster = Cluster(healthy=False)
     result = run_check(cluster, make_check(passes, disruptive=True), tty=False)
