@@ -114,7 +114,7 @@ def cmd_show(checks, ident: str) -> int:
     chk = checks[ident]
     print(f"{chk.id}: {chk.title}\n")
     print(f"Claim: {chk.claim}")
-    print(f"Course texts: {', '.join(chk.texts)} (../shared/seeds/)")
+    print(f"Course texts: {', '.join(chk.texts)} (quoted in docs/labs/{chk.id}.md)")
     print(f"Kind: {'disruptive (stops something, then restores it)' if chk.disruptive else 'observation only'}\n")
     print("See it yourself:")
     for line in chk.see:

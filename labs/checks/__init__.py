@@ -1,1 +1,1 @@
-"""One module per claim of ../shared/claims.md; each registers itself with @check."""
+"""One module per claim of the course texts (docs/labs/ quotes each); each registers itself with @check."""
