@@ -513,18 +513,22 @@ class Lab:
         seconds: a component that exited (e.g. on losing its leader election while the API was away) and waits for
         systemd to restart it, or one just started that may still exit (kube-controller-manager exits when it
         starts before the API server's RBAC caches are filled, and systemd starts it again 5 s later)."""
-        down = {}
-        for node in self.nodes:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def on(node: str) -> list[str]:
             units = CLUSTER_UNITS + (LB_UNITS if node in self.control_plane and len(self.control_plane) > 1 else ())
-            out = self.sh(node, f"now=$(date +%s); for u in {' '.join(units)}; do "
-                                "systemctl is-enabled -q $u 2>/dev/null || continue; "
-                                "if systemctl is-active -q $u; then "
-                                "t=$(systemctl show -P ActiveEnterTimestamp --timestamp=unix $u); t=${t#@}; "
-                                f"[ $((now - ${{t:-0}})) -ge {steady} ] || echo $u; "
-                                "else echo $u; fi; done; true", check=False).split()
-            if out:
-                down[node] = out
-        return down
+            return self.sh(node, f"now=$(date +%s); for u in {' '.join(units)}; do "
+                                 "systemctl is-enabled -q $u 2>/dev/null || continue; "
+                                 "if systemctl is-active -q $u; then "
+                                 "t=$(systemctl show -P ActiveEnterTimestamp --timestamp=unix $u); t=${t#@}; "
+                                 f"[ $((now - ${{t:-0}})) -ge {steady} ] || echo $u; "
+                                 "else echo $u; fi; done; true", check=False).split()
+
+        for node in self.nodes:
+            self.host(node)  # created here: testinfra hosts are not built thread-safely
+        with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:  # every node at once: one ssh round trip
+            found = dict(zip(self.nodes, pool.map(on, self.nodes), strict=True))
+        return {node: units for node, units in found.items() if units}
 
     def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
         """Every inventory node Ready, the API answering and every cluster unit active, and steadily so (bounded)."""
