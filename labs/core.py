@@ -425,19 +425,23 @@ class Lab:
         self.sh(node, f"systemctl stop {unit}")
         ev.step(f"stopped {unit} on {node}")
 
+    def on_each(self, nodes: list[str], fn: Callable[[str], object]) -> dict:
+        """``fn(node)`` on every node at once (one thread per node): node -> its result."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        for node in nodes:
+            self.host(node)  # created here: testinfra hosts are not built thread-safely
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            return dict(zip(nodes, pool.map(fn, nodes), strict=True))
+
     def stop_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
         """Stop units on several nodes at once (an API server may take up to its
         request timeout to drain), each with its guaranteed restart."""
-        from concurrent.futures import ThreadPoolExecutor
-
         for node in nodes:
             for unit in units:
                 RESTORER.push(f"start {unit} on {node}",
                               lambda n=node, u=unit: self.sh(n, f"systemctl start --no-block {u}"))
-        for node in nodes:
-            self.host(node)  # created here: testinfra hosts are not built thread-safely
-        with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
-            list(pool.map(lambda n: self.sh(n, f"systemctl stop {' '.join(units)}"), nodes))
+        self.on_each(nodes, lambda n: self.sh(n, f"systemctl stop {' '.join(units)}"))
         ev.step(f"stopped {', '.join(units)} on {', '.join(nodes)}")
 
     def start_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
@@ -513,8 +517,6 @@ class Lab:
         seconds: a component that exited (e.g. on losing its leader election while the API was away) and waits for
         systemd to restart it, or one just started that may still exit (kube-controller-manager exits when it
         starts before the API server's RBAC caches are filled, and systemd starts it again 5 s later)."""
-        from concurrent.futures import ThreadPoolExecutor
-
         def on(node: str) -> list[str]:
             units = CLUSTER_UNITS + (LB_UNITS if node in self.control_plane and len(self.control_plane) > 1 else ())
             return self.sh(node, f"now=$(date +%s); for u in {' '.join(units)}; do "
@@ -524,10 +526,7 @@ class Lab:
                                  f"[ $((now - ${{t:-0}})) -ge {steady} ] || echo $u; "
                                  "else echo $u; fi; done; true", check=False).split()
 
-        for node in self.nodes:
-            self.host(node)  # created here: testinfra hosts are not built thread-safely
-        with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:  # every node at once: one ssh round trip
-            found = dict(zip(self.nodes, pool.map(on, self.nodes), strict=True))
+        found = self.on_each(self.nodes, on)  # every node at once: one ssh round trip per poll
         return {node: units for node, units in found.items() if units}
 
     def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
