@@ -205,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                           "(alone: every other check)")
     run.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: $KUBECONFIG or .lab/admin.kubeconfig)")
     run.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
-    run.add_argument("--jobs", "-j", type=int, default=4, metavar="N",
-                     help="observing checks run N at a time (default 4); disruptive ones always one by one")
+    run.add_argument("--jobs", "-j", type=int, default=6, metavar="N",
+                     help="observing checks run N at a time (default 6); disruptive ones always one by one")
     run.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report")

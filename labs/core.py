@@ -500,7 +500,7 @@ class Lab:
                     raise
             return True
 
-        wait_for(delete, timeout, f"the API server to delete namespace {name}", 2)
+        wait_for(delete, timeout, f"the API server to delete namespace {name}", 1)
 
     # ---- cluster health ------------------------------------------------------------
 
@@ -533,10 +533,10 @@ class Lab:
         """Every inventory node Ready, the API answering and every cluster unit active, and steadily so (bounded)."""
         want = sorted(self.nodes)
         deadline = time.monotonic() + scaled(timeout)
-        wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 2)
+        wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 1)
         left = max(scaled(10.0), deadline - time.monotonic())
         wait_for(lambda: not self.units_down(), left / Timing.scale,
-                 f"every component's unit to be active again (for {UNIT_STEADY_SECONDS} s)", 2)
+                 f"every component's unit to be active again (for {UNIT_STEADY_SECONDS} s)", 1)
         if ev:
             ev.step(f"cluster healthy again: {', '.join(want)} Ready, every component's unit active")
 

@@ -12,16 +12,18 @@ USERS = {"kube-scheduler": "system:kube-scheduler", "kube-controller-manager": "
 WINDOW = 10  # seconds between the two looks at the components' connections
 
 
-def component_conns(lab: Lab, api_ports: set[int]) -> set[tuple[str, str, str, str]]:
+def component_conns(lab: Lab, api_ports: set[int]) -> tuple[set[tuple[str, str, str, str]], dict[tuple, int]]:
     """(node, component, local, peer) of the connections that each component's main process (its unit's MainPID)
-    holds to an API server."""
-    found = set()
-    for node in lab.nodes:
-        snap = lab.snapshot(node)
+    holds to an API server, and that main PID per (node, component)."""
+    found, pids = set(), {}
+    snaps = lab.on_each(lab.nodes, lab.snapshot)
+    for node, snap in snaps.items():
         for comp, where in COMPONENTS.items():
             if node in getattr(lab, where):
                 found |= {(node, comp, c.local, c.peer) for c in snap.conns_of(comp) if c.peer_port in api_ports}
-    return found
+                unit = snap.units.get(comp)
+                pids[(node, comp)] = unit.main_pid if unit else 0
+    return found, pids
 
 
 @check(
@@ -40,7 +42,7 @@ def component_conns(lab: Lab, api_ports: set[int]) -> set[tuple[str, str, str, s
 )
 def run(lab: Lab, ev: Evidence) -> None:
     api_ports = {int(s.rsplit(":", 1)[1]) for s in lab.api_servers().values()} | {int(lab.server.rsplit(":", 1)[1])}
-    started, before = time.monotonic(), component_conns(lab, api_ports)
+    started, (before, pids_before) = time.monotonic(), component_conns(lab, api_ports)
     with lab.namespace("C07") as ns:
         seen: list[str] = []
         watcher = client.CoreV1Api(client.ApiClient(lab.api_client.configuration))  # another client
@@ -88,10 +90,15 @@ def run(lab: Lab, ev: Evidence) -> None:
                   f"kubelet of {node} ({user}) holds no watch on pods: {shown(user)}")
 
     time.sleep(max(0.0, started + WINDOW - time.monotonic()))
-    kept = before & component_conns(lab, api_ports)
+    after, pids_after = component_conns(lab, api_ports)
+    kept = before & after
     for comp, where in COMPONENTS.items():
         for node in getattr(lab, where):
             mine = sorted(f"{local}->{peer}" for n, c, local, peer in kept if (n, c) == (node, comp))
+            was, now = pids_before.get((node, comp), 0), pids_after.get((node, comp), 0)
+            why = (f": its main process changed during the look (PID {was} -> {now}), the unit restarted "
+                   f"(ssh {node} journalctl -u {comp} -n 50)" if was != now else "")
             ev.expect(bool(mine), f"{node}: {comp}'s main process kept {len(mine)} connection(s) to the API open "
                       f"throughout {WINDOW}s (e.g. {mine[-1] if mine else ''})",
-                      f"{node}: no connection of {comp}'s main process to the API server stayed open for {WINDOW}s")
+                      f"{node}: no connection of {comp}'s main process to the API server stayed open for "
+                      f"{WINDOW}s{why}")

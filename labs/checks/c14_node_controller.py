@@ -26,11 +26,11 @@ def run(lab: Lab, ev: Evidence) -> None:
     ev.expect(condition(lab, worker) == "True", f"{worker} is Ready")
     lab.stop_units([worker], ["kubelet"], ev)
     status = wait_for(lambda: (s := condition(lab, worker)) != "True" and s, grace + 20,
-                      f"{worker} to be marked not Ready", 2)
+                      f"{worker} to be marked not Ready", 1)
     ev.expect(status in ("Unknown", "False"), f"{worker} Ready={status} within the grace period")
     taints = wait_for(lambda: [t.key for t in lab.core.read_node(worker).spec.taints or [] if t.key == UNREACHABLE],
-                      30, "the unreachable taint", 2)
+                      30, "the unreachable taint", 1)
     ev.expect(bool(taints), f"{worker} tainted {UNREACHABLE}")
     lab.start_units([worker], ["kubelet"], ev)
-    wait_for(lambda: condition(lab, worker) == "True", 90, f"{worker} Ready again", 2)
+    wait_for(lambda: condition(lab, worker) == "True", 90, f"{worker} Ready again", 1)
     ev.expect(True, f"kubelet started: {worker} Ready again")

@@ -46,7 +46,7 @@ def run(lab: Lab, ev: Evidence) -> None:
             journal = lab.sh(worker, f"journalctl -u kubelet --since @{since} -o json --no-pager", check=False)
             return [line for line in parse_journal_json(journal) if address in line.text]
 
-        lines = wait_for(attempts, 2 * update + 10, f"kubelet lines on {worker} naming {address} after the stop", 2)
+        lines = wait_for(attempts, 2 * update + 10, f"kubelet lines on {worker} naming {address} after the stop", 1)
         ev.expect(True, f"{worker}'s kubelet, after the stop, tried {address} ({len(lines)} lines), e.g. "
                   f"{lines[-1].when:%H:%M:%S} {lines[-1].text[:160]}")
         lab.start_units(lab.control_plane, UNITS, ev)

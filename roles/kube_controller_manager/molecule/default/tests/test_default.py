@@ -33,6 +33,14 @@ def test_keys_and_kubeconfig_are_readable_by_root_only(host):
         assert host.file(f"/etc/kubernetes/{path}").mode == 0o600, path
 
 
+def test_leader_election_timing_follows_the_timeout_scale(host):
+    # Upstream's timing at timeout_scale 1 (the settings scale it for VMs under emulation).
+    unit = host.file("/etc/systemd/system/kube-controller-manager.service").content_string
+    for flag in ("--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s",
+                 "--leader-elect-retry-period=2s"):
+        assert flag in unit
+
+
 def test_leads_and_runs_the_controllers(host):
     lease = client.CoordinationV1Api(API).read_namespaced_lease("kube-controller-manager", "kube-system")
     assert lease.spec.holder_identity.startswith(host.check_output("hostname"))
