@@ -1,78 +1,20 @@
-"""The `lab` command: list, show and run the checks of the lab's claims."""
+"""The `lab` command: list, show and run the checks of the lab's claims (running them is labs.runner's part:
+here are the arguments, the file reports and the summary)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import queue
 import sys
-import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from labs import __version__
-from labs.core import (
-    RESTORER,
-    CheckFailed,
-    CheckSkipped,
-    Evidence,
-    Lab,
-    LabError,
-    Result,
-    install_signal_handlers,
-    load_checks,
-)
-
-COLORS = {"passed": "\033[32m", "failed": "\033[31m", "error": "\033[31m", "skipped": "\033[33m"}
-
-
-def paint(status: str, text: str, tty: bool) -> str:
-    return f"{COLORS[status]}{text}\033[0m" if tty else text
-
-
-def run_check(lab: Lab, chk, tty: bool, tag: str = "", wait_healthy: bool = True) -> Result:
-    """Run one check and undo what it did. After a disruptive check, wait (bounded) until the cluster is
-    healthy again, unless ``wait_healthy`` is False: a falsification test keeps the cluster broken on
-    purpose while the check runs, and waits for health itself once it has repaired it."""
-    ev = Evidence(progress=lambda line: print(f"    … {tag}{line}", flush=True))
-    started = time.monotonic()
-    status, message = "passed", ""
-    try:
-        chk.func(lab, ev)
-    except CheckSkipped as exc:
-        status, message = "skipped", str(exc)
-    except CheckFailed as exc:
-        status, message = "failed", str(exc)
-    except KeyboardInterrupt:
-        RESTORER.run_all(log=ev.add)
-        raise
-    except Exception as exc:  # noqa: BLE001 - one broken check must not hide the others
-        status, message = "error", f"{type(exc).__name__}: {exc}"
-    finally:
-        errors = RESTORER.run_all(log=ev.add)
-    # A claim found false stays "failed" (its evidence is the verdict) even when restoring goes wrong after it;
-    # the restore problem is reported with it. Otherwise a restore problem makes the result an error.
-    if errors:
-        status = "failed" if status == "failed" else "error"
-        message = f"{message}; could not restore: {'; '.join(errors)}".lstrip("; ")
-    if wait_healthy and chk.disruptive and status != "skipped":
-        try:
-            lab.wait_healthy(timeout=180, ev=ev)
-        except CheckFailed as exc:
-            status = "failed" if status == "failed" else "error"
-            message = f"{message}; cluster not healthy after the check: {exc}".lstrip("; ")
-    return Result(chk.id, chk.title, status, ev.lines, message, round(time.monotonic() - started, 1), chk.disruptive)
-
-
-def print_result(res: Result, tty: bool) -> None:
-    head = paint(res.status, res.status.upper(), tty)
-    print(f"{head:>8}  {res.id} {res.title} ({res.seconds:.1f}s)")
-    for line in res.evidence:
-        print(f"          {line}")
-    if res.message and res.status != "passed":
-        print(f"          → {res.message}")
-    print()
+from labs.lab import Lab
+from labs.registry import LabError, Result, load_checks
+from labs.restore import install_signal_handlers
+from labs.runner import run_checks
 
 
 def write_reports(results: list[Result], args) -> None:
@@ -126,41 +68,6 @@ def cmd_show(checks, ident: str) -> int:
     return 0
 
 
-def run_parallel(lab: Lab, chks: list, jobs: int, tty: bool) -> list[Result]:
-    """Run observing checks side by side (each in its own namespace, with its own undo stack); print each
-    result as it comes; return them in the order given. Daemon threads: Ctrl-C does not wait for them."""
-    if not chks:
-        return []
-    for node in lab.nodes:
-        lab.host(node)  # testinfra hosts are not created thread-safely: create them all up front
-    pending: queue.Queue = queue.Queue()
-    for chk in chks:
-        pending.put(chk)
-    done: dict[str, Result] = {}
-    lock = threading.Lock()
-
-    def worker() -> None:
-        while True:
-            try:
-                chk = pending.get_nowait()
-            except queue.Empty:
-                return
-            with lock:
-                print(f"  ▶ {chk.id} {chk.title}", flush=True)
-            res = run_check(lab, chk, tty, tag=f"{chk.id}: " if jobs > 1 else "")
-            with lock:
-                done[chk.id] = res
-                print_result(res, tty)
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(jobs, len(chks))))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.5)  # short joins: Ctrl-C reaches the main thread
-    return [done[c.id] for c in chks]
-
-
 def cmd_check(checks, args) -> int:
     selected = list(checks) if args.all or (args.no_disruptive and not args.ids) else args.ids
     if not selected:
@@ -173,15 +80,7 @@ def cmd_check(checks, args) -> int:
     install_signal_handlers()
     print(f"cluster {lab.server} ({version}), {len(lab.nodes)} nodes: {', '.join(lab.nodes)}\n")
     started = time.monotonic()
-    observe = [i for i in selected if not checks[i].disruptive]
-    disrupt = [i for i in selected if checks[i].disruptive]
-    results = run_parallel(lab, [checks[i] for i in observe], args.jobs, tty)
-    for ident in disrupt:  # one at a time: each one stops part of the cluster
-        chk = checks[ident]
-        print(f"  ▶ {chk.id} {chk.title} [disruptive]", flush=True)
-        res = run_check(lab, chk, tty)
-        results.append(res)
-        print_result(res, tty)
+    results = run_checks(lab, [checks[i] for i in selected], args.jobs, tty)
     write_reports(results, args)
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
     failed = counts["failed"] + counts["error"]

@@ -78,7 +78,7 @@ class GreetingController:
 def main(argv: list[str]) -> int:
     from kubernetes import config
 
-    from labs.core import DEFAULT_KUBECONFIG
+    from labs.paths import DEFAULT_KUBECONFIG
 
     controller = GreetingController(config.new_client_from_config(config_file=str(DEFAULT_KUBECONFIG)), argv[0])
     try:

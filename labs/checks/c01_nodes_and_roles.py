@@ -1,5 +1,8 @@
-from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
+from labs.kube import pod_manifest, test_image
+from labs.lab import Lab
 from labs.nodefacts import CONTROL_PLANE
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 @check(

@@ -1,7 +1,9 @@
 from collections import Counter
 from urllib.parse import urlsplit
 
-from labs.core import Evidence, Lab, check, node_ips
+from labs.kube import node_ips
+from labs.lab import Lab
+from labs.registry import Evidence, check
 
 COMPONENTS = {"kube-scheduler": "control_plane", "kube-controller-manager": "control_plane",
               "kubelet": "nodes", "kube-proxy": "nodes"}

@@ -4,7 +4,10 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
+from labs.kube import pod_manifest, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 def message(body: bytes | str | None) -> str:

@@ -4,7 +4,9 @@ import uuid
 
 from kubernetes import client
 
-from labs.core import Evidence, Lab, check, wait_for
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 def etcd_get(lab: Lab, key: str, node: str) -> dict | None:

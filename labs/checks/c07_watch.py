@@ -3,7 +3,8 @@ import time
 
 from kubernetes import client, watch
 
-from labs.core import Evidence, Lab, check
+from labs.lab import Lab
+from labs.registry import Evidence, check
 
 COMPONENTS = {"kube-scheduler": "control_plane", "kube-controller-manager": "control_plane",
               "kubelet": "nodes", "kube-proxy": "nodes"}

@@ -1,4 +1,7 @@
-from labs.core import Evidence, Lab, check, pod_manifest, test_image, wait_for
+from labs.kube import pod_manifest, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 @check(

@@ -1,4 +1,6 @@
-from labs.core import CheckSkipped, Evidence, Lab, check, wait_for
+from labs.lab import Lab
+from labs.registry import CheckSkipped, Evidence, check
+from labs.timing import wait_for
 
 
 @check(

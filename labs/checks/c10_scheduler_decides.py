@@ -2,7 +2,10 @@ import time
 
 import yaml
 
-from labs.core import Evidence, Lab, check, crictl_container, event_source, pod_manifest, test_image, wait_for
+from labs.kube import crictl_container, event_source, pod_manifest, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 @check(

@@ -1,15 +1,8 @@
-from labs.core import (
-    RESTORER,
-    CheckSkipped,
-    Evidence,
-    Lab,
-    check,
-    pod_manifest,
-    run_deployment,
-    test_image,
-    wait_for,
-    wait_ready_pods,
-)
+from labs.kube import pod_manifest, run_deployment, test_image, wait_ready_pods
+from labs.lab import Lab
+from labs.registry import CheckSkipped, Evidence, check
+from labs.restore import RESTORER
+from labs.timing import wait_for
 
 
 def cores(quantity: str) -> float:

@@ -1,4 +1,7 @@
-from labs.core import Evidence, Lab, check, run_deployment, wait_for, wait_ready_pods
+from labs.kube import run_deployment, wait_ready_pods
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 REPLICAS = 3
 

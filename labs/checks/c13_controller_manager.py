@@ -1,6 +1,9 @@
 import time
 
-from labs.core import Evidence, Lab, check, test_image, wait_for
+from labs.kube import test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 def deployment(name: str, replicas: int) -> dict:

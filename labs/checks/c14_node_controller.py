@@ -1,4 +1,6 @@
-from labs.core import Evidence, Lab, check, wait_for
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 

@@ -5,7 +5,9 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from labs.controller import LABEL, MANAGER, GreetingController
-from labs.core import Evidence, Lab, check, wait_for
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 REACTION = 30  # seconds: the controller reacts to watch events, not to a timer
 

@@ -1,4 +1,5 @@
-from labs.core import Evidence, Lab, check
+from labs.lab import Lab
+from labs.registry import Evidence, check
 
 
 @check(

@@ -1,15 +1,7 @@
-from labs.core import (
-    Evidence,
-    Lab,
-    check,
-    crictl_container,
-    event_source,
-    pod_events,
-    pod_manifest,
-    test_image,
-    wait_for,
-    wait_running,
-)
+from labs.kube import crictl_container, event_source, pod_events, pod_manifest, test_image, wait_running
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 @check(

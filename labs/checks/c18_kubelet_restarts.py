@@ -1,18 +1,9 @@
 import json
 
-from labs.core import (
-    Evidence,
-    Lab,
-    check,
-    crictl_container,
-    event_source,
-    pod_events,
-    pod_exec,
-    pod_manifest,
-    run_pod,
-    test_image,
-    wait_for,
-)
+from labs.kube import crictl_container, event_source, pod_events, pod_exec, pod_manifest, run_pod, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 PROBE = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2, "failureThreshold": 2}
 BACKOFF = 10  # kubelet's first crash-loop back-off, before the second restart

@@ -1,6 +1,8 @@
 import yaml
 
-from labs.core import Evidence, Lab, check, parse_duration, scaled, wait_for
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import parse_duration, scaled, wait_for
 
 PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure")
 RENEW_FRACTION = 0.25  # the kubelet renews its Lease every quarter of leaseDurationSeconds (fixed in the kubelet)

@@ -8,7 +8,10 @@ from cryptography.x509.oid import NameOID
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from labs.core import Evidence, Lab, check, pod_manifest, run_pod, test_image, wait_for
+from labs.kube import pod_manifest, run_pod, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 
 def status_of(call) -> int:

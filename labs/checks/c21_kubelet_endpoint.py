@@ -1,17 +1,9 @@
 import threading
 
-from labs.core import (
-    Evidence,
-    Lab,
-    check,
-    established,
-    node_ips,
-    pod_exec,
-    pod_manifest,
-    run_pod,
-    test_image,
-    wait_for,
-)
+from labs.kube import established, node_ips, pod_exec, pod_manifest, run_pod, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 EXEC_SECONDS = 15  # how long the exec keeps its stream (and the API server's connection to the kubelet) open
 

@@ -1,6 +1,8 @@
 import json
 
-from labs.core import Evidence, Lab, check, crictl_container, pod_manifest, run_pod, test_image
+from labs.kube import crictl_container, pod_manifest, run_pod, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
 
 
 @check(

@@ -1,19 +1,10 @@
 import re
 from collections import Counter
 
-from labs.core import (
-    Evidence,
-    Lab,
-    check,
-    pod_exec,
-    pod_manifest,
-    proxy_config,
-    proxy_sync_period,
-    run_deployment,
-    run_pod,
-    test_image,
-    wait_for,
-)
+from labs.kube import pod_exec, pod_manifest, proxy_config, proxy_sync_period, run_deployment, run_pod, test_image
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
 
 REQUESTS = 12  # per client: with 4 backends, the chance that all land on one is 4 * (1/4)^12
 ANSWER = re.compile(r"pod=(\S+) node=(\S+)")

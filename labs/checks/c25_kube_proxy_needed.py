@@ -2,8 +2,11 @@ import time
 
 from kubernetes import client
 
-from labs.core import Evidence, Lab, check, proxy_config, proxy_sync_period, scaled, wait_for
+from labs.kube import proxy_config, proxy_sync_period
+from labs.lab import Lab
 from labs.nodefacts import rules_mentioning
+from labs.registry import Evidence, check
+from labs.timing import scaled, wait_for
 
 
 def rules(lab: Lab, node: str, ip: str) -> list[str]:

@@ -1,18 +1,9 @@
 import ipaddress
 import itertools
 
-from labs.core import (
-    CheckSkipped,
-    Evidence,
-    Lab,
-    check,
-    echo_env,
-    node_ips,
-    pod_exec,
-    pod_manifest,
-    run_pod,
-    test_image,
-)
+from labs.kube import echo_env, node_ips, pod_exec, pod_manifest, run_pod, test_image
+from labs.lab import Lab
+from labs.registry import CheckSkipped, Evidence, check
 
 
 @check(

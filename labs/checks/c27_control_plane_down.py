@@ -2,8 +2,11 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from labs.core import Evidence, Lab, check, parse_duration, pod_manifest, test_image, wait_for
+from labs.kube import pod_manifest, test_image
+from labs.lab import Lab
 from labs.nodefacts import parse_journal_json
+from labs.registry import Evidence, check
+from labs.timing import parse_duration, wait_for
 
 UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
 

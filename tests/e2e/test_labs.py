@@ -17,8 +17,11 @@ import yaml
 from conftest import lab_check
 from kubernetes.client.rest import ApiException
 
-from labs.cli import run_check
-from labs.core import LAB_LABEL, Lab, load_checks, test_image, wait_for
+from labs.kube import test_image
+from labs.lab import LAB_LABEL, Lab
+from labs.registry import load_checks
+from labs.runner import run_check
+from labs.timing import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.labs]
 

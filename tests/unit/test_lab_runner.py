@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
-from labs.cli import run_check
-from labs.core import RESTORER, Check, CheckFailed, CheckSkipped, Restorer
+from labs.registry import Check, CheckFailed, CheckSkipped
+from labs.restore import RESTORER, Restorer
+from labs.runner import run_check
 
 
 class Cluster:

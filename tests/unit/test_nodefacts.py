@@ -1,5 +1,5 @@
 """The parsers the checks rely on (labs/nodefacts.py), on outputs recorded from the lab's nodes, and the request
-timeout every API call of the lab gets (labs.core.bound_requests)."""
+timeout every API call of the lab gets (labs.kube.bound_requests)."""
 
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def test_open_watches_from_audit_lines():
 def test_every_api_request_gets_a_timeout_unless_it_has_its_own(monkeypatch):
     from kubernetes.client import rest
 
-    from labs import core
+    from labs import kube
 
     seen = []
 
@@ -158,11 +158,11 @@ def test_every_api_request_gets_a_timeout_unless_it_has_its_own(monkeypatch):
 
     original.lab_bounded = False
     monkeypatch.setattr(rest.RESTClientObject, "request", original)
-    core.bound_requests()
+    kube.bound_requests()
     client = object.__new__(rest.RESTClientObject)
     client.request("GET", "https://x/api")
     client.request("GET", "https://x/api", _request_timeout=5)
-    assert seen == [core.REQUEST_TIMEOUT, 5]
+    assert seen == [kube.REQUEST_TIMEOUT, 5]
     wrapped = rest.RESTClientObject.request
-    core.bound_requests()  # once only
+    kube.bound_requests()  # once only
     assert rest.RESTClientObject.request is wrapped

@@ -1,0 +1,185 @@
+"""Kubernetes helpers the checks share: every API request bounded in time, the test pods and Deployments, exec and
+events, a node's connections and containers, kube-proxy's configuration and rules."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from labs.nodefacts import Conn, parse_ss, rules_mentioning
+from labs.paths import ROOT
+from labs.registry import CheckFailed
+from labs.timing import parse_duration, wait_for
+
+if TYPE_CHECKING:
+    from labs.lab import Lab
+
+REQUEST_TIMEOUT = (10, 90)  # seconds: connect; read (the API server's own request timeout is 60 s)
+
+
+def bound_requests() -> None:
+    """Give every API request of this process (every client, watches included) a timeout unless it has its own.
+    The official client blocks forever by default: a connection cut silently (the API address moved to another
+    node) would hang the check."""
+    from kubernetes.client import rest
+
+    if getattr(rest.RESTClientObject.request, "lab_bounded", False):
+        return
+    unbounded = rest.RESTClientObject.request
+
+    def request(self, method, url, headers=None, body=None, post_params=None, _request_timeout=None):
+        return unbounded(self, method, url, headers=headers, body=body, post_params=post_params,
+                         _request_timeout=_request_timeout or REQUEST_TIMEOUT)
+
+    request.lab_bounded = True
+    rest.RESTClientObject.request = request
+
+
+def pod_manifest(name: str, image: str, **spec) -> dict:
+    """A small pod of the lab's test image."""
+    container = {"name": "main", "image": image, "imagePullPolicy": "IfNotPresent",
+                 "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}
+    container.update(spec.pop("container", {}))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {"containers": [container], "terminationGracePeriodSeconds": 0, **spec}}
+
+
+def test_image() -> str:
+    import yaml
+
+    images = yaml.safe_load((ROOT / "versions.yml").read_text())["images"]
+    return f"{images['echo']['name']}:{images['echo']['version']}"
+
+
+# --------------------------------------------------------------------------
+# Helpers for the observing checks: pods, exec, sockets
+
+POD_START_TIMEOUT = 120  # seconds: the image is already on every node, so this is scheduling + sandbox + start
+
+
+def echo_env() -> list[dict]:
+    """The test image's environment: it answers "pod=<POD_NAME> node=<NODE_NAME>"."""
+    return [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+
+
+def node_ips(lab: Lab) -> dict[str, str]:
+    """Node name -> InternalIP, as the Node objects report them."""
+    return {n.metadata.name: next(a.address for a in n.status.addresses if a.type == "InternalIP")
+            for n in lab.core.list_node().items}
+
+
+def wait_running(lab: Lab, ns: str, name: str, timeout: float = POD_START_TIMEOUT):
+    """The pod once it is Running with all containers ready."""
+    def ready():
+        pod = lab.core.read_namespaced_pod(name, ns)
+        statuses = pod.status.container_statuses or []
+        return pod if pod.status.phase == "Running" and statuses and all(s.ready for s in statuses) else None
+
+    return wait_for(ready, timeout, f"pod {ns}/{name} to run")
+
+
+def run_pod(lab: Lab, ns: str, manifest: dict, timeout: float = POD_START_TIMEOUT):
+    """Create a pod and return it once it runs."""
+    lab.core.create_namespaced_pod(ns, manifest)
+    return wait_running(lab, ns, manifest["metadata"]["name"], timeout)
+
+
+def run_deployment(lab: Lab, ns: str, name: str, replicas: int, spread: bool = False,
+                   timeout: float = POD_START_TIMEOUT) -> list:
+    """A Deployment of the test image (answering on 8080); its pods once all are ready.
+    ``spread``: at most one replica more on one schedulable node than on another."""
+    spec = pod_manifest(name, test_image(), container={"env": echo_env(), "ports": [{"containerPort": 8080}],
+                                                       "readinessProbe": {"httpGet": {"path": "/healthz",
+                                                                                      "port": 8080},
+                                                                          "periodSeconds": 2}})["spec"]
+    if spread:
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                              "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor",
+                                              "labelSelector": {"matchLabels": {"app": name}}}]
+    lab.apps.create_namespaced_deployment(ns, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}})
+    return wait_ready_pods(lab, ns, name, replicas, timeout)
+
+
+def wait_ready_pods(lab: Lab, ns: str, app: str, count: int, timeout: float = POD_START_TIMEOUT) -> list:
+    """The pods labelled app=<app>, once exactly ``count`` of them exist and all are ready."""
+    def ready():
+        pods = [p for p in lab.core.list_namespaced_pod(ns, label_selector=f"app={app}").items
+                if not p.metadata.deletion_timestamp]
+        ok = [p for p in pods if p.status.phase == "Running"
+              and all(s.ready for s in p.status.container_statuses or [])]
+        return ok if len(pods) == len(ok) == count else None
+
+    return wait_for(ready, timeout, f"{count} ready pods app={app} in {ns}")
+
+
+def pod_exec(lab: Lab, ns: str, pod: str, command: list[str], timeout: float = 60, check: bool = True) -> str:
+    """Run a command in a pod through the API server (exec); its stdout. A command that cannot start or exits
+    non-zero fails the check (unless ``check=False``). A separate API client: the websocket call must not divert
+    the lab's other requests."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+    from kubernetes.stream.ws_client import ERROR_CHANNEL, STDERR_CHANNEL, STDOUT_CHANNEL
+
+    api = client.CoreV1Api(client.ApiClient(lab.api_client.configuration))
+    ws = stream(api.connect_get_namespaced_pod_exec, pod, ns, command=command, stderr=True, stdin=False,
+                stdout=True, tty=False, _preload_content=False)
+    try:
+        ws.run_forever(timeout=timeout)
+        out, err, status = (ws.read_channel(c) for c in (STDOUT_CHANNEL, STDERR_CHANNEL, ERROR_CHANNEL))
+    finally:
+        ws.close()
+    result = json.loads(status) if status else {}
+    if check and result.get("status") != "Success":
+        raise CheckFailed(f"exec {' '.join(command)} in {ns}/{pod}: {result.get('message') or 'no exit status'}"
+                          f"{': ' + err.strip()[-200:] if err.strip() else ''}")
+    return out
+
+
+def pod_events(lab: Lab, ns: str, name: str) -> list:
+    """The events about one object of the namespace, oldest first."""
+    items = lab.core.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}").items
+    return sorted(items, key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+
+
+def established(lab: Lab, node: str, selector: str = "") -> list[Conn]:
+    """The node's established TCP connections (``ss -tnp state established <selector>``), with their processes."""
+    return parse_ss(lab.sh(node, f"ss -Htnp state established {selector}"))
+
+
+def crictl_container(lab: Lab, node: str, ns: str, pod: str, name: str = "main") -> str:
+    """The id of a pod's running container in a node's containerd ("" when there is none)."""
+    return lab.sh(node, f"crictl ps -q --name '^{name}$' --label io.kubernetes.pod.namespace={ns} "
+                        f"--label io.kubernetes.pod.name={pod}")
+
+
+def event_source(event) -> tuple[str, str]:
+    """(component, host) that reported a core/v1 Event, whichever of its fields carry them."""
+    source = event.source
+    return (event.reporting_component or (source.component if source else "") or "",
+            event.reporting_instance or (source.host if source else "") or "")
+
+
+def proxy_config(lab: Lab, node: str) -> dict:
+    """kube-proxy's configuration file on a node (the unit's --config), as a dict."""
+    import yaml
+
+    path = lab.unit_arg(node, "kube-proxy", "config") or "/var/lib/kube-proxy/config.yaml"
+    return yaml.safe_load(lab.sh(node, f"cat {path}")) or {}
+
+
+def proxy_rules(lab: Lab, node: str, address: str, mode: str | None = None) -> list[str]:
+    """The lines of a node's kube-proxy rules that mention ``address``: iptables-save in iptables mode,
+    the kube-proxy nftables tables in nftables mode."""
+    mode = mode or proxy_config(lab, node).get("mode") or "iptables"
+    dump = "iptables-save" if mode == "iptables" else "nft list table ip kube-proxy"
+    return rules_mentioning(lab.sh(node, f"{dump} 2>/dev/null || true"), address)
+
+
+def proxy_sync_period(config: dict) -> float:
+    """kube-proxy's full resync period in seconds (its config's <mode>.syncPeriod; 30s by default)."""
+    mode = config.get("mode") or "iptables"
+    return parse_duration(str((config.get(mode) or {}).get("syncPeriod") or "30s"))

@@ -1,0 +1,203 @@
+"""The Lab every check is given: the cluster through the official client with the admin kubeconfig, its machines
+through the inventory (labs.nodes), a scratch namespace per check, and whether the cluster is healthy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from labs.kube import bound_requests, node_ips
+from labs.nodes import NodeAccess
+from labs.paths import DEFAULT_INVENTORY, DEFAULT_KUBECONFIG
+from labs.registry import Evidence, LabError
+from labs.restore import RESTORER
+from labs.timing import Timing, parse_duration, scaled, wait_for
+
+LAB_LABEL = "k8s-arch-lab/check"
+# The systemd units the playbooks install (each node has those of its roles).
+CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet",
+                 "kube-proxy", "pod-network")
+# A unit counts as up once active this long (a component that cannot start exits within a few seconds).
+UNIT_STEADY_SECONDS = 10
+LB_UNITS = ("haproxy", "keepalived")  # on the control-plane nodes of a cluster with several (the node image has
+# them everywhere, enabled by their packages but unconfigured on the other machines)
+
+
+class Lab(NodeAccess):
+    """Access to the cluster (API) and to its machines (inventory: NodeAccess, in labs.nodes)."""
+
+    def __init__(self, kubeconfig: Path | None = None, inventory: Path | None = None) -> None:
+        self.kubeconfig = Path(kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG)
+        self.inventory = Path(inventory or os.environ.get("K8S_LAB_INVENTORY") or DEFAULT_INVENTORY)
+        if not self.kubeconfig.is_file():
+            raise LabError(
+                f"no kubeconfig at {self.kubeconfig}. Bring the lab up first (`make up`, which writes "
+                ".lab/admin.kubeconfig), or point --kubeconfig / KUBECONFIG at the admin kubeconfig of your cluster."
+            )
+        if not self.inventory.exists():
+            raise LabError(
+                f"no Ansible inventory at {self.inventory}. Run `lab` from the k8s-arch-lab checkout, or pass "
+                "--inventory (or K8S_LAB_INVENTORY) with the inventory the playbooks used."
+            )
+        # Ansible's commands (ansible-inventory, used here and by testinfra) live beside the lab's own Python
+        # when it runs from the virtualenv without the virtualenv being activated.
+        bindir = str(Path(sys.executable).parent)
+        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        from kubernetes import client, config
+
+        try:
+            self.api_client = config.new_client_from_config(config_file=str(self.kubeconfig))
+        except Exception as exc:  # noqa: BLE001 - any parse problem is the user's input
+            raise LabError(f"cannot use the kubeconfig {self.kubeconfig}: {exc}") from exc
+        bound_requests()
+        self.core = client.CoreV1Api(self.api_client)
+        self.apps = client.AppsV1Api(self.api_client)
+        self.coordination = client.CoordinationV1Api(self.api_client)
+        self.rbac = client.RbacAuthorizationV1Api(self.api_client)
+        self.server = self.api_client.configuration.host
+        self._groups: dict[str, list[str]] | None = None
+        self._hosts: dict = {}
+        Timing.scale = float(self.setting("timeout_scale", 1) or 1)
+
+    # ---- reachability ----------------------------------------------------
+
+    def ping(self, timeout: float = 5.0) -> str:
+        from kubernetes import client
+
+        try:
+            info = client.VersionApi(self.api_client).get_code(_request_timeout=timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise LabError(
+                f"the API server at {self.server} does not answer ({type(exc).__name__}). Is the cluster up? "
+                "`make up` brings it up; `vagrant status` shows the machines; with the cluster running, check "
+                "that this host reaches the node network."
+            ) from exc
+        return info.git_version
+
+    # ---- API servers ---------------------------------------------------------
+
+    def api_servers(self) -> dict[str, str]:
+        """Each API server at its own address (not the load-balanced one): node -> https://ip:port."""
+        ips = node_ips(self)
+        return {n: f"https://{ips[n]}:{self.unit_arg(n, 'kube-apiserver', 'secure-port') or 6443}"
+                for n in self.control_plane}
+
+    def api_client_for(self, server: str):
+        """An API client with the admin credentials, talking to one given API server."""
+        from kubernetes import client
+
+        cfg = client.Configuration()
+        src = self.api_client.configuration
+        for attr in ("ssl_ca_cert", "cert_file", "key_file", "api_key", "api_key_prefix", "verify_ssl"):
+            setattr(cfg, attr, getattr(src, attr))
+        cfg.host = server
+        return client.ApiClient(cfg)
+
+    def api_writes(self, ns: str, name: str, timeout: float = 8.0) -> str | None:
+        """Try to create a ConfigMap; None when it worked, else the error."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
+        try:
+            self.core.create_namespaced_config_map(
+                ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data={"written": "yes"}),
+                _request_timeout=timeout)
+            return None
+        except ApiException as exc:
+            if exc.status == 409:  # written by an earlier attempt: the storage answers
+                return None
+            return f"ApiException: ({exc.status}) {exc.reason}"
+        except Exception as exc:  # noqa: BLE001 - any failure is the observation
+            return f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+
+    # ---- scratch namespace -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def namespace(self, check_id: str) -> Iterator[str]:
+        """A namespace for the check's objects, deleted at the end (pass, fail or Ctrl-C)."""
+        from kubernetes import client
+
+        name = f"lab-{check_id.lower()}-{uuid.uuid4().hex[:5]}"
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+            name=name, labels={LAB_LABEL: check_id})))
+        RESTORER.push(f"delete namespace {name}", lambda: self.delete_namespace(name))
+        # Pods need the namespace's default ServiceAccount, which a controller creates shortly after.
+        wait_for(lambda: self.core.list_namespaced_service_account(
+            name, field_selector="metadata.name=default").items, 60, f"the default ServiceAccount of {name}", 0.5)
+        try:
+            yield name
+        finally:
+            pass  # deleted by the restorer at the end of the check
+
+    def delete_namespace(self, name: str, timeout: float = 180) -> None:
+        """Delete a namespace; waits (bounded) for an API server that is still coming back."""
+        from kubernetes.client.rest import ApiException
+
+        def delete() -> bool:
+            try:
+                self.core.delete_namespace(name, grace_period_seconds=0, _request_timeout=10)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+            return True
+
+        wait_for(delete, timeout, f"the API server to delete namespace {name}", 1)
+
+    # ---- cluster health ------------------------------------------------------------
+
+    def ready_nodes(self) -> list[str]:
+        ready = []
+        for node in self.core.list_node().items:
+            conditions = {c.type: c.status for c in node.status.conditions or []}
+            if conditions.get("Ready") == "True":
+                ready.append(node.metadata.name)
+        return sorted(ready)
+
+    def units_down(self, steady: int = UNIT_STEADY_SECONDS) -> dict[str, list[str]]:
+        """Per node, the cluster's units that are enabled there but not active, or active for less than ``steady``
+        seconds: a component that exited (e.g. on losing its leader election while the API was away) and waits for
+        systemd to restart it, or one just started that may still exit (kube-controller-manager exits when it
+        starts before the API server's RBAC caches are filled, and systemd starts it again 5 s later)."""
+        def on(node: str) -> list[str]:
+            units = CLUSTER_UNITS + (LB_UNITS if node in self.control_plane and len(self.control_plane) > 1 else ())
+            return self.sh(node, f"now=$(date +%s); for u in {' '.join(units)}; do "
+                                 "systemctl is-enabled -q $u 2>/dev/null || continue; "
+                                 "if systemctl is-active -q $u; then "
+                                 "t=$(systemctl show -P ActiveEnterTimestamp --timestamp=unix $u); t=${t#@}; "
+                                 f"[ $((now - ${{t:-0}})) -ge {steady} ] || echo $u; "
+                                 "else echo $u; fi; done; true", check=False).split()
+
+        found = self.on_each(self.nodes, on)  # every node at once: one ssh round trip per poll
+        return {node: units for node, units in found.items() if units}
+
+    def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
+        """Every inventory node Ready, the API answering and every cluster unit active, and steadily so (bounded)."""
+        want = sorted(self.nodes)
+        deadline = time.monotonic() + scaled(timeout)
+        wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 1)
+        left = max(scaled(10.0), deadline - time.monotonic())
+        wait_for(lambda: not self.units_down(), left / Timing.scale,
+                 f"every component's unit to be active again (for {UNIT_STEADY_SECONDS} s)", 1)
+        if ev:
+            ev.step(f"cluster healthy again: {', '.join(want)} Ready, every component's unit active")
+
+    def server_now(self):
+        """The API server's clock (its Date header), to age timestamps the cluster wrote without trusting this
+        host's clock (a VM's clock may drift from the host's)."""
+        from email.utils import parsedate_to_datetime
+
+        from kubernetes import client
+
+        _, _, headers = client.VersionApi(self.api_client).get_code_with_http_info(_request_timeout=10)
+        return parsedate_to_datetime(headers["Date"])
+
+    def node_monitor_grace(self) -> float:
+        """Seconds the node controller waits before marking a silent node (controller-manager flag)."""
+        value = self.unit_arg(self.control_plane[0], "kube-controller-manager", "node-monitor-grace-period") or "50s"
+        return parse_duration(value)

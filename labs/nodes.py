@@ -1,0 +1,167 @@
+"""Access to the cluster's machines, the mixin Lab is built on: the Ansible inventory (groups, settings, hostvars),
+testinfra hosts over SSH, shell commands and what they read on a node, and stopping/starting units with their
+guaranteed restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from labs.nodefacts import SNAPSHOT, Snapshot, open_watches
+from labs.paths import ROOT
+from labs.registry import CheckFailed, Evidence, LabError
+from labs.restore import RESTORER
+
+
+class NodeAccess:
+    """The machines of the inventory, as Lab reaches them (Lab sets the attributes below in its __init__)."""
+
+    inventory: Path
+    _groups: dict[str, list[str]] | None
+    _hosts: dict
+    _hostvars: dict
+
+    # ---- nodes -----------------------------------------------------------
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        if self._groups is None:
+            try:
+                out = subprocess.run(["ansible-inventory", "-i", str(self.inventory), "--list"],
+                                     capture_output=True, text=True, timeout=60, check=False, env=self._ansible_env())
+            except FileNotFoundError as exc:
+                raise LabError("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) "
+                               "and use .venv/bin/lab.") from exc
+            if out.returncode != 0:
+                raise LabError(f"cannot read the inventory {self.inventory}: {out.stderr.strip()[-500:]}")
+            data = json.loads(out.stdout)
+            self._groups = {g: v.get("hosts", []) for g, v in data.items() if isinstance(v, dict)}
+            self._groups["k8s_cluster"] = sorted(set(self._groups.get("control_plane", []))
+                                                | set(self._groups.get("workers", [])))
+            self._hostvars = data.get("_meta", {}).get("hostvars", {})
+        return self._groups
+
+    def setting(self, name: str, default=None):
+        """A value of the resolved lab settings the inventory hands to the playbooks (``lab_settings``); the
+        default for an inventory of other machines, which has none."""
+        self.groups  # noqa: B018 - loads the inventory
+        for hostvars in self._hostvars.values():
+            settings = hostvars.get("lab_settings")
+            if isinstance(settings, dict) and name in settings:
+                return settings[name]
+        return default
+
+    def hostvar(self, host: str, name: str, default=None):
+        self.groups  # noqa: B018 - loads the inventory
+        return self._hostvars.get(host, {}).get(name, default)
+
+    @property
+    def control_plane(self) -> list[str]:
+        return self.groups.get("control_plane", [])
+
+    @property
+    def workers(self) -> list[str]:
+        return self.groups.get("workers", [])
+
+    @property
+    def nodes(self) -> list[str]:
+        return self.groups["k8s_cluster"]
+
+    def _ansible_env(self) -> dict:
+        env = dict(os.environ)
+        env.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+        return env
+
+    def host(self, name: str):
+        """A testinfra host for an inventory machine (SSH, as the playbooks reach it)."""
+        if name not in self._hosts:
+            import testinfra
+
+            os.environ.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+            self._hosts[name] = testinfra.get_host(f"ansible://{name}", ansible_inventory=str(self.inventory))
+        return self._hosts[name]
+
+    def sh(self, node: str, command: str, check: bool = True) -> str:
+        """Run a shell command as root on a node; its stdout (stripped)."""
+        result = self.host(node).run(command)
+        if check and result.rc != 0:
+            raise CheckFailed(f"{node}: `{command}` exited {result.rc}: {result.stderr.strip()[-300:]}")
+        return result.stdout.strip()
+
+    def etcdctl(self, args: str, node: str | None = None) -> str:
+        """etcdctl on an etcd member, as the lab's own administrative client: in a transient scope of its own
+        (lab-admin-*.scope), so that C04, which decides by process who talks to etcd, knows it for what it is."""
+        node = node or (self.groups.get("etcd") or self.control_plane)[0]
+        scope = f"lab-admin-{uuid.uuid4().hex[:8]}"
+        script = shlex.quote(f". /etc/etcd/etcdctl.env && exec etcdctl {args}")
+        return self.sh(node, f"systemd-run --quiet --scope --unit={scope} --collect -- sh -c {script}")
+
+    def open_watches(self, node: str) -> dict[str, dict[str, int]]:
+        """The watches the API server on ``node`` holds open now, per user and resource, from its audit log
+        (labs.nodefacts.open_watches, run on the node over the current and the previous log file)."""
+        import inspect
+
+        path = self.unit_arg(node, "kube-apiserver", "audit-log-path")
+        if not path:
+            raise CheckFailed(f"{node}: the API server writes no audit log (--audit-log-path): re-run the playbooks")
+        script = "\n".join([
+            "import glob, json, os, sys", inspect.getsource(open_watches),
+            "files = sorted(glob.glob(sys.argv[1].rsplit('.', 1)[0] + '*'), key=os.path.getmtime)[-2:]",
+            "print(json.dumps(open_watches(''.join(open(f, errors='replace').read() for f in files), "
+            "float(sys.argv[2]))))"])
+        since = self.sh(node, "systemctl show -P ActiveEnterTimestamp --timestamp=unix kube-apiserver").lstrip("@")
+        return json.loads(self.sh(node, f"python3 -c {shlex.quote(script)} {path} {since or 0}"))
+
+    def snapshot(self, node: str) -> Snapshot:
+        """One look at a node's connections, processes and component units (see labs.nodefacts)."""
+        return Snapshot.parse(self.sh(node, SNAPSHOT))
+
+    def unit_arg(self, node: str, unit: str, flag: str) -> str | None:
+        """The value of ``--flag`` in a systemd unit's command line."""
+        text = self.sh(node, f"systemctl cat {unit} 2>/dev/null || true", check=False)
+        match = re.search(rf"--{re.escape(flag)}=(\S+)", text)
+        return match.group(1) if match else None
+
+    # ---- disruption with guaranteed restore ---------------------------------
+
+    def stop_unit(self, node: str, unit: str, ev: Evidence) -> None:
+        """Stop a unit and make sure it is started again, whatever happens.
+
+        Starts are --no-block: an etcd member waits for its peers, so the
+        members of a stopped cluster must all be started before any is up."""
+        RESTORER.push(f"start {unit} on {node}", lambda: self.sh(node, f"systemctl start --no-block {unit}"))
+        self.sh(node, f"systemctl stop {unit}")
+        ev.step(f"stopped {unit} on {node}")
+
+    def on_each(self, nodes: list[str], fn: Callable[[str], object]) -> dict:
+        """``fn(node)`` on every node at once (one thread per node): node -> its result."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        for node in nodes:
+            self.host(node)  # created here: testinfra hosts are not built thread-safely
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            return dict(zip(nodes, pool.map(fn, nodes), strict=True))
+
+    def stop_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
+        """Stop units on several nodes at once (an API server may take up to its
+        request timeout to drain), each with its guaranteed restart."""
+        for node in nodes:
+            for unit in units:
+                RESTORER.push(f"start {unit} on {node}",
+                              lambda n=node, u=unit: self.sh(n, f"systemctl start --no-block {u}"))
+        self.on_each(nodes, lambda n: self.sh(n, f"systemctl stop {' '.join(units)}"))
+        ev.step(f"stopped {', '.join(units)} on {', '.join(nodes)}")
+
+    def start_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
+        """Start units (in reverse order of stopping) and drop their pending restore."""
+        for node in nodes:
+            for unit in reversed(units):
+                self.sh(node, f"systemctl start --no-block {unit}")
+                RESTORER.discard(f"start {unit} on {node}")
+            ev.step(f"started {', '.join(reversed(units))} on {node}")

@@ -1,0 +1,103 @@
+"""The checks and their registry: the @check decorator each check module registers itself with, the Evidence a check
+writes, the Result the runner makes of it, and the exceptions that decide it.
+
+A check module stays about its claim:
+
+    @check("C16", "kubelet runs on every node and registers it", claim=..., texts=[...], ...)
+    def run(lab: Lab, ev: Evidence) -> None:
+        ...observe...
+        ev.expect(condition, "what was seen")      # fails the check when False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class LabError(Exception):
+    """Bad input or an unusable cluster: reported as one paragraph, exit 2."""
+
+
+class CheckFailed(Exception):
+    """The claim does not hold on this cluster."""
+
+
+class CheckSkipped(Exception):
+    """The cluster lacks the topology the claim needs."""
+
+
+# --------------------------------------------------------------------------
+# Checks and their registry
+
+
+@dataclass
+class Check:
+    id: str
+    title: str
+    claim: str
+    texts: list[str]
+    disruptive: bool
+    see: list[str]
+    does: str
+    func: Callable
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def check(id: str, title: str, *, claim: str, texts: list[str], see: list[str], does: str,
+          disruptive: bool = False):
+    """Register a check function ``func(lab, ev)``."""
+
+    def register(func: Callable) -> Callable:
+        REGISTRY[id] = Check(id, title, claim, texts, disruptive, see, does, func)
+        return func
+
+    return register
+
+
+def load_checks() -> dict[str, Check]:
+    import importlib
+    import pkgutil
+
+    from labs import checks
+
+    for mod in pkgutil.iter_modules(checks.__path__):
+        importlib.import_module(f"labs.checks.{mod.name}")
+    return dict(sorted(REGISTRY.items()))
+
+
+@dataclass
+class Evidence:
+    """What a check looked at and saw; printed as the learner's notes."""
+
+    lines: list[str] = field(default_factory=list)
+    progress: Callable[[str], None] | None = None
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def step(self, line: str) -> None:
+        """Progress of a long check (shown while it runs, kept as evidence)."""
+        self.add(line)
+        if self.progress:
+            self.progress(line)
+
+    def expect(self, condition: bool, seen: str, failure: str | None = None) -> None:
+        if condition:
+            self.add(f"ok: {seen}")
+            return
+        self.add(f"NOT: {failure or seen}")
+        raise CheckFailed(failure or seen)
+
+
+@dataclass
+class Result:
+    id: str
+    title: str
+    status: str  # passed | failed | skipped | error
+    evidence: list[str]
+    message: str
+    seconds: float
+    disruptive: bool
