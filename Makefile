@@ -13,7 +13,6 @@ PROFILE     ?=
 PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
-export KUBECONFIG       ?= $(CURDIR)/.lab/admin.kubeconfig
 
 .PHONY: help deps artifacts node-image box settings up down provision smoke check molecule lint unit integration test test-labs test-vm test-fresh-host lab clean
 
@@ -63,7 +62,7 @@ settings: deps ## validate settings.yml (PROFILE, PROVIDER)
 up: settings artifacts ## bring the cluster up (PROFILE=default|ha PROVIDER=auto|virtualbox|libvirt|docker)
 	@$(PY) -m tools.preflight
 	@vagrant up --no-parallel
-	@echo "cluster up: export KUBECONFIG=$(KUBECONFIG)"
+	@echo "cluster up: export KUBECONFIG=$$($(PY) -m tools.settings kubeconfig)"
 
 provision: settings ## re-run the playbooks against the running machines
 	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/site.yml
@@ -76,7 +75,7 @@ down: deps ## destroy the machines and everything they left (containers, VMs, vo
 	@set -e; resolved=$$($(PY) -m tools.settings resolve); \
 		tools/node-image/cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])'); \
 		tools/vm-cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["cluster_name"])')
-	@rm -rf .lab/pki .lab/kubeconfigs .lab/admin.kubeconfig .lab/encryption-key .lab/cluster.json
+	@$(PY) -m tools.settings forget
 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
 	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)
@@ -85,6 +84,6 @@ molecule: deps artifacts node-image ## each role's molecule scenario (ROLES="etc
 	@tests/molecule/run.sh $(ROLES)
 
 lab: up smoke check ## bring the lab up and run its checks
-	@echo "lab ready: export KUBECONFIG=$(KUBECONFIG)"
+	@echo "lab ready: export KUBECONFIG=$$($(PY) -m tools.settings kubeconfig)"
 
 clean: down ## everything `down` removes (the caches stay)

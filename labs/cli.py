@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-disruptive", action="store_true",
                      help="leave out the disruptive checks, those that stop components or change where pods may go "
                           "(alone: every other check)")
-    run.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: $KUBECONFIG or .lab/admin.kubeconfig)")
+    run.add_argument("--kubeconfig", type=Path,
+                     help="admin kubeconfig (default: $KUBECONFIG, else admin.kubeconfig in the lab's state folder)")
     run.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
     run.add_argument("--jobs", "-j", type=int, default=6, metavar="N",
                      help="observing checks run N at a time (default 6); disruptive ones always one by one")

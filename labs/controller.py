@@ -76,11 +76,9 @@ class GreetingController:
 
 
 def main(argv: list[str]) -> int:
-    from kubernetes import config
+    from labs.lab import Lab
 
-    from labs.paths import DEFAULT_KUBECONFIG
-
-    controller = GreetingController(config.new_client_from_config(config_file=str(DEFAULT_KUBECONFIG)), argv[0])
+    controller = GreetingController(Lab().api_client, argv[0])  # the lab's admin kubeconfig, or $KUBECONFIG
     try:
         controller.run()
     except KeyboardInterrupt:

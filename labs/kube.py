@@ -167,8 +167,7 @@ def proxy_config(lab: Lab, node: str) -> dict:
     """kube-proxy's configuration file on a node (the unit's --config), as a dict."""
     import yaml
 
-    path = lab.unit_arg(node, "kube-proxy", "config") or "/var/lib/kube-proxy/config.yaml"
-    return yaml.safe_load(lab.sh(node, f"cat {path}")) or {}
+    return yaml.safe_load(lab.sh(node, f"cat {lab.unit_arg(node, 'kube-proxy', 'config')}")) or {}
 
 
 def proxy_rules(lab: Lab, node: str, address: str, mode: str | None = None) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from labs.kube import bound_requests, node_ips
 from labs.nodes import NodeAccess
-from labs.paths import DEFAULT_INVENTORY, DEFAULT_KUBECONFIG
+from labs.paths import DEFAULT_INVENTORY
 from labs.registry import Evidence, LabError
 from labs.restore import RESTORER
 from labs.timing import Timing, parse_duration, scaled, wait_for
@@ -32,13 +32,7 @@ class Lab(NodeAccess):
     """Access to the cluster (API) and to its machines (inventory: NodeAccess, in labs.nodes)."""
 
     def __init__(self, kubeconfig: Path | None = None, inventory: Path | None = None) -> None:
-        self.kubeconfig = Path(kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG)
         self.inventory = Path(inventory or os.environ.get("K8S_LAB_INVENTORY") or DEFAULT_INVENTORY)
-        if not self.kubeconfig.is_file():
-            raise LabError(
-                f"no kubeconfig at {self.kubeconfig}. Bring the lab up first (`make up`, which writes "
-                ".lab/admin.kubeconfig), or point --kubeconfig / KUBECONFIG at the admin kubeconfig of your cluster."
-            )
         if not self.inventory.exists():
             raise LabError(
                 f"no Ansible inventory at {self.inventory}. Run `lab` from the k8s-arch-lab checkout, or pass "
@@ -49,6 +43,18 @@ class Lab(NodeAccess):
         bindir = str(Path(sys.executable).parent)
         if bindir not in os.environ.get("PATH", "").split(os.pathsep):
             os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        self._groups: dict[str, list[str]] | None = None
+        self._hosts: dict = {}
+        # The admin kubeconfig `make up` writes into the lab's state folder, which the inventory publishes.
+        state = self.setting("state_dir")
+        published = Path(state) / "admin.kubeconfig" if state else None
+        self.kubeconfig = Path(kubeconfig or os.environ.get("KUBECONFIG") or published or "admin.kubeconfig")
+        if not self.kubeconfig.is_file():
+            raise LabError(
+                f"no kubeconfig at {self.kubeconfig}. Bring the lab up first (`make up`, which writes the admin "
+                "kubeconfig into the lab's state folder), or point --kubeconfig / KUBECONFIG at the admin "
+                "kubeconfig of your cluster."
+            )
         from kubernetes import client, config
 
         try:
@@ -61,8 +67,6 @@ class Lab(NodeAccess):
         self.coordination = client.CoordinationV1Api(self.api_client)
         self.rbac = client.RbacAuthorizationV1Api(self.api_client)
         self.server = self.api_client.configuration.host
-        self._groups: dict[str, list[str]] | None = None
-        self._hosts: dict = {}
         Timing.scale = float(self.setting("timeout_scale", 1) or 1)
 
     # ---- reachability ----------------------------------------------------
@@ -85,7 +89,8 @@ class Lab(NodeAccess):
     def api_servers(self) -> dict[str, str]:
         """Each API server at its own address (not the load-balanced one): node -> https://ip:port."""
         ips = node_ips(self)
-        return {n: f"https://{ips[n]}:{self.unit_arg(n, 'kube-apiserver', 'secure-port') or 6443}"
+        default = (self.setting("ports") or {}).get("api_server")
+        return {n: f"https://{ips[n]}:{self.unit_arg(n, 'kube-apiserver', 'secure-port') or default}"
                 for n in self.control_plane}
 
     def api_client_for(self, server: str):

@@ -57,6 +57,14 @@ class NodeAccess:
                 return settings[name]
         return default
 
+    def path(self, name: str) -> str:
+        """Where the roles put something on the nodes (the settings' paths: pki_dir, etcd_pki_dir, ...)."""
+        paths = self.setting("paths")
+        if not isinstance(paths, dict) or name not in paths:
+            raise LabError(f"the inventory {self.inventory} publishes no lab_settings.paths.{name}: use the lab's "
+                           "inventory (inventory/lab.py), which takes it from tools/settings.py")
+        return paths[name]
+
     def hostvar(self, host: str, name: str, default=None):
         self.groups  # noqa: B018 - loads the inventory
         return self._hostvars.get(host, {}).get(name, default)
@@ -99,7 +107,7 @@ class NodeAccess:
         (lab-admin-*.scope), so that C04, which decides by process who talks to etcd, knows it for what it is."""
         node = node or (self.groups.get("etcd") or self.control_plane)[0]
         scope = f"lab-admin-{uuid.uuid4().hex[:8]}"
-        script = shlex.quote(f". /etc/etcd/etcdctl.env && exec etcdctl {args}")
+        script = shlex.quote(f". {self.path('etcd_config_dir')}/etcdctl.env && exec etcdctl {args}")
         return self.sh(node, f"systemd-run --quiet --scope --unit={scope} --collect -- sh -c {script}")
 
     def open_watches(self, node: str) -> dict[str, dict[str, int]]:

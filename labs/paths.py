@@ -1,8 +1,7 @@
-"""Where the lab finds its files in the checkout: the repository root, the admin kubeconfig `make up` writes and the
-Ansible inventory the playbooks use."""
+"""Where the lab finds its files in the checkout: the repository root and the Ansible inventory the playbooks use
+(which publishes the rest, the state folder with the admin kubeconfig included: lab_settings.state_dir)."""
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_KUBECONFIG = ROOT / ".lab/admin.kubeconfig"
 DEFAULT_INVENTORY = ROOT / "inventory"

@@ -7,7 +7,7 @@ Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--no-checks] 
        python3 -m tools.benchmark --checks-only [--repeat N]   # only `lab check`, on the cluster that is up
 
 Every check that does not pass is printed with its verdict and message, and every `lab check` report is kept in
-.lab/benchmark/.
+benchmark/ in the lab's state folder (.lab unless K8S_LAB_STATE_DIR says otherwise).
 
 Destroys any running lab first (make down) and, unless --keep, at the end.
 """
@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tools.settings import recorded
+from tools.settings import recorded, state_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["nodes", "pki", "control_plane", "workers", "addons"]
@@ -57,12 +57,12 @@ def memory_mib() -> dict[str, float]:
     return usage
 
 
-REPORTS = ROOT / ".lab" / "benchmark"  # every lab check report the benchmark made, kept
+REPORTS = state_dir() / "benchmark"  # every lab check report the benchmark made, kept
 
 
 def time_checks(env: dict, venv: Path, repeat: int = 1) -> dict:
     """`lab check` without, then with the disruptive checks (``repeat`` times): seconds, counts, and the verdict
-    and message of every check that did not pass. Each run's full report stays in .lab/benchmark/."""
+    and message of every check that did not pass. Each run's full report stays in REPORTS."""
     results = {}
     REPORTS.mkdir(parents=True, exist_ok=True)
     runs = [("lab check --no-disruptive", ["--no-disruptive"])]

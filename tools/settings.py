@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import sys
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -32,8 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_FILE = ROOT / "settings.yml"
 VERSIONS_FILE = ROOT / "versions.yml"
 SCHEMA_FILE = Path(__file__).with_name("settings.schema.json")
-STATE_DIR = ROOT / ".lab"
+STATE_DIR = ROOT / ".lab"  # the lab's state folder (certificates, kubeconfigs, keys); $K8S_LAB_STATE_DIR overrides
+STATE_ENV = "K8S_LAB_STATE_DIR"
 RECORD = "cluster.json"  # in the state dir: the profile and provider of the cluster that is up
+# What a cluster leaves in the state folder (removed by `make down`; the SSH key and benchmark reports stay).
+CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "encryption-key", RECORD)
 
 PROVIDERS = ("auto", "virtualbox", "libvirt", "docker")
 VM_PROVIDERS = ("virtualbox", "libvirt")
@@ -47,6 +51,21 @@ EMULATION_TIMEOUT_SCALE = 8  # timeout_scale "auto" for VMs under software emula
 # VirtualBox 7 creates host-only networks only in these ranges unless /etc/vbox/networks.conf allows others.
 VBOX_NETWORKS_CONF = Path("/etc/vbox/networks.conf")
 VBOX_DEFAULT_RANGES = ("192.168.56.0/21",)
+# Where the roles put things on every node: published by the inventory (lab_settings.paths, mapped to k8s_* in
+# inventory/group_vars/all/cluster.yml), read by the role defaults and the lab checks.
+NODE_PATHS = {
+    "bin_dir": "/usr/local/bin",  # every component's binary
+    "config_dir": "/etc/kubernetes",  # component configurations and kubeconfigs
+    "pki_dir": "/etc/kubernetes/pki",  # the cluster CA, component certificates and keys
+    "etcd_config_dir": "/etc/etcd",
+    "etcd_pki_dir": "/etc/etcd/pki",  # etcd's own CA, server, peer and client certificates
+    "etcd_data_dir": "/var/lib/etcd",
+    "containerd_socket": "/run/containerd/containerd.sock",  # the CRI endpoint of kubelet and crictl
+    "cni_bin_dir": "/opt/cni/bin",
+    "cni_conf_dir": "/etc/cni/net.d",
+    "image_dir": "/var/lib/k8s-arch-lab/images",  # image archives imported into containerd
+}
+PORTS = ("api_server_port", "api_lb_port", "etcd_client_port", "etcd_peer_port")  # network.*: all distinct
 # Host numbers in node_cidr: .10 the API address of a multi-control-plane profile,
 # .11-.19 the control plane, .21-.99 the workers.
 VIP_HOST, CP_FIRST, CP_MAX, WORKER_FIRST, WORKER_MAX = 10, 11, 9, 21, 79
@@ -199,6 +218,10 @@ def _check_network(net: dict, profiles: dict | None, where: str) -> list[str]:
     for a, b in itertools.combinations(nets, 2):
         if nets[a].overlaps(nets[b]):
             out.append(f"{where}: network.{a}: {nets[a]} overlaps network.{b} {nets[b]}")
+    ports = [net[p] for p in PORTS]
+    if len(set(ports)) < len(ports):
+        out.append(f"{where}: network: {', '.join(f'{p} {net[p]}' for p in PORTS)}: each port must differ "
+                   "(the load balancer, the API servers and etcd listen side by side on the control-plane nodes)")
     if "node_cidr" in nets and nets["node_cidr"].prefixlen > 24:
         out.append(f"{where}: network.node_cidr: {nets['node_cidr']} is too small: nodes use host numbers "
                    f".{VIP_HOST}-.{WORKER_FIRST + WORKER_MAX - 1}, so the prefix must be /24 or shorter")
@@ -296,7 +319,8 @@ def _choose(argument: str | None, env: str, recorded: str | None, from_file) -> 
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("K8S_LAB_STATE") or STATE_DIR).expanduser().absolute()
+    """The lab's state folder: $K8S_LAB_STATE_DIR, else .lab in the checkout."""
+    return Path(os.environ.get(STATE_ENV) or STATE_DIR).expanduser().absolute()
 
 
 def recorded() -> dict:
@@ -316,6 +340,29 @@ def record(settings: dict) -> Path:
     return path
 
 
+def derived(doc: dict, nodes: list[dict], node_cidr: str) -> dict:
+    """The values every layer must agree on, derived once from the settings and the nodes: the API address and
+    ports, the Services' first addresses, the paths on the nodes, the state folder. Also used for the machines of
+    the roles' molecule scenarios (tests/molecule/lab_settings.py), which are not the lab's nodes."""
+    net = doc["network"]
+    control_plane = [n for n in nodes if n["role"] == "control_plane"]
+    # Several API servers are reached through a load balancer on the VIP, on a port of its own;
+    # a single one is reached directly.
+    vip = str(ipaddress.ip_network(node_cidr).network_address + VIP_HOST) if len(control_plane) > 1 else None
+    port = net["api_lb_port"] if vip else net["api_server_port"]
+    services = ipaddress.ip_network(net["service_cidr"])
+    return {
+        "nodes": nodes,
+        "api": {"vip": vip, "port": port, "endpoint": f"https://{vip or control_plane[0]['ip']}:{port}",
+                "local_endpoint": f"https://127.0.0.1:{net['api_server_port']}"},
+        "ports": {p.removesuffix("_port"): net[p] for p in PORTS},
+        "paths": dict(NODE_PATHS),
+        "service_ip": str(services.network_address + 1),
+        "dns_ip": str(services.network_address + 10),
+        "state_dir": str(state_dir()),
+    }
+
+
 def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, versions: dict[str, str]) -> dict:
     net, counts = doc["network"], doc["profiles"][profile]
     base = ipaddress.ip_network(net["node_cidr"]).network_address
@@ -327,12 +374,6 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
                                           ("worker", "w", WORKER_FIRST, counts["workers"]))
         for i in range(count)
     ]
-    # Several API servers are reached through a load balancer on the VIP, on a port of its own;
-    # a single one is reached directly.
-    vip = str(base + VIP_HOST) if counts["control_plane"] > 1 else None
-    port = 8443 if vip else 6443
-    services = ipaddress.ip_network(net["service_cidr"])
-    state = state_dir()
     scale = doc["timeout_scale"]
     if scale == "auto":
         scale = EMULATION_TIMEOUT_SCALE if choice.accel == "emulation" else 1
@@ -349,11 +390,7 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
         "arch": arch,
         "box": box,
         "box_is_lab": box == LAB_BOX,
-        "nodes": nodes,
-        "api": {"vip": vip, "port": port, "endpoint": f"https://{vip or nodes[0]['ip']}:{port}"},
-        "service_ip": str(services.network_address + 1),
-        "dns_ip": str(services.network_address + 10),
-        "state_dir": str(state),
+        **derived(doc, nodes, net["node_cidr"]),
         "versions": versions,
     }
 
@@ -431,13 +468,23 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tools.settings", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("check", "resolve", "record"),
+    parser.add_argument("command", choices=("check", "resolve", "record", "kubeconfig", "forget"),
                         help="check: validate and summarise; resolve: print the resolved settings as JSON; "
-                             "record: remember the profile and provider for the cluster being brought up")
+                             "record: remember the profile and provider for the cluster being brought up; "
+                             "kubeconfig: print the admin kubeconfig's path; forget: remove the cluster's "
+                             "certificates, kubeconfigs, key and record from the state folder")
     parser.add_argument("--profile", help="override the profile (default: $K8S_LAB_PROFILE, then the file)")
     parser.add_argument("--provider", help="override the provider (default: $K8S_LAB_PROVIDER, then the file)")
     parser.add_argument("--file", type=Path, help="the settings file (default: $K8S_LAB_SETTINGS, then settings.yml)")
     args = parser.parse_args(argv)
+    if args.command == "kubeconfig":  # no validation needed: where `make up` writes it
+        print(state_dir() / "admin.kubeconfig")
+        return 0
+    if args.command == "forget":
+        for name in CLUSTER_STATE:
+            path = state_dir() / name
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        return 0
     try:
         settings = load(args.file, args.profile, args.provider)
     except SettingsError as exc:

@@ -87,21 +87,21 @@ def run(lab: Lab, ev: Evidence) -> None:
                       f"{node}: {comp} (main pid {unit.main_pid if unit else '?'}, {unit.state if unit else 'no unit'})"
                       f" holds connections to the API {api}, to etcd {etcd}")
 
-    prober = lab.control_plane[0]
+    prober, pki, etcd_pki = lab.control_plane[0], lab.path("pki_dir"), lab.path("etcd_pki_dir")
     for member in members:
         target = ips[member]
-        curl = (f"curl -sS --max-time 5 --tls-max 1.2 --cacert /etc/etcd/pki/ca.crt "
+        curl = (f"curl -sS --max-time 5 --tls-max 1.2 --cacert {etcd_pki}/ca.crt "
                 f"https://{target}:{etcd_port}/health")
         bare = lab.sh(prober, f"{curl} 2>&1; echo rc=$?", check=False)
         ev.expect("rc=0" not in bare, f"{prober} -> etcd {member} without a client certificate: "
                   f"{' '.join(bare.split())[-90:]}", f"etcd {member} answered a client without a certificate: {bare}")
-        wrong = lab.sh(prober, f"{curl} --cert /etc/kubernetes/pki/apiserver-kubelet-client.crt "
-                               "--key /etc/kubernetes/pki/apiserver-kubelet-client.key 2>&1; echo rc=$?", check=False)
+        wrong = lab.sh(prober, f"{curl} --cert {pki}/apiserver-kubelet-client.crt "
+                               f"--key {pki}/apiserver-kubelet-client.key 2>&1; echo rc=$?", check=False)
         ev.expect("rc=0" not in wrong, f"{prober} -> etcd {member} with a certificate of the cluster CA (not "
                   f"etcd's): {' '.join(wrong.split())[-90:]}",
                   f"etcd {member} answered a certificate that its CA did not sign: {wrong}")
-        good = lab.sh(prober, f"{curl} --cert /etc/etcd/pki/healthcheck-client.crt "
-                              "--key /etc/etcd/pki/healthcheck-client.key 2>&1", check=False)
+        good = lab.sh(prober, f"{curl} --cert {etcd_pki}/healthcheck-client.crt "
+                              f"--key {etcd_pki}/healthcheck-client.key 2>&1", check=False)
         ev.expect('"health":"true"' in good, f"{prober} -> etcd {member} with etcd's healthcheck client "
                   f"certificate: {good}", f"etcd {member} does not answer even a valid client certificate: {good}")
     log = lab.sh(members[-1], "journalctl -u etcd --since -1min --no-pager -o cat | "

@@ -53,7 +53,7 @@ def run(lab: Lab, ev: Evidence) -> None:
                   f"{node}: capacity cpu {cap['cpu']}, memory {cap['memory']} = machine's nproc {cpus}, "
                   f"MemTotal {mem_kib} kB", f"{node}: capacity {cap['cpu']} cpu / {cap['memory']}, machine {cpus} "
                   f"cpu / {mem_kib}Ki")
-        config = yaml.safe_load(lab.sh(node, "cat /var/lib/kubelet/config.yaml")) or {}
+        config = yaml.safe_load(lab.sh(node, f"cat {lab.unit_arg(node, 'kubelet', 'config')}")) or {}
         report = parse_duration(config.get("nodeStatusReportFrequency", "5m"))
         conditions = {c.type: c for c in obj.status.conditions}
         age = max((lab.server_now() - c.last_heartbeat_time).total_seconds() for c in conditions.values())

@@ -38,7 +38,7 @@ def status_of(call) -> int:
 )
 def run(lab: Lab, ev: Evidence) -> None:
     node, other = lab.workers[0], lab.workers[-1] if len(lab.workers) > 1 else lab.control_plane[0]
-    user = yaml.safe_load(lab.sh(node, "cat /var/lib/kubelet/kubeconfig"))["users"][0]["user"]
+    user = yaml.safe_load(lab.sh(node, f"cat {lab.unit_arg(node, 'kubelet', 'kubeconfig')}"))["users"][0]["user"]
     pem = {k: base64.b64decode(user[f"{k}-data"]) for k in ("client-certificate", "client-key")}
     cert = x509.load_pem_x509_certificate(pem["client-certificate"])
     cn = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value

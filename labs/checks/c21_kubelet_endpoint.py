@@ -33,7 +33,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         out = pod_exec(lab, ns, "target", ["cat", "/etc/hostname"]).strip()
         ev.expect(out == "target", f"exec through the API: cat /etc/hostname -> {out}", f"exec answered {out!r}")
 
-        cp, pki = lab.control_plane[0], "/etc/kubernetes/pki"
+        cp, pki = lab.control_plane[0], lab.path("pki_dir")
         for other in lab.nodes:
             kubelet_port = lab.core.read_node(other).status.daemon_endpoints.kubelet_endpoint.port
             url = f"https://{ips[other]}:{kubelet_port}/pods"

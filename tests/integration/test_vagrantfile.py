@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def vagrant(provider: str, tmp_path: Path, *args: str, settings: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, K8S_LAB_PROVIDER=provider, K8S_LAB_PROFILE="ha", K8S_LAB_STATE=str(tmp_path / "state"),
+    env = dict(os.environ, K8S_LAB_PROVIDER=provider, K8S_LAB_PROFILE="ha", K8S_LAB_STATE_DIR=str(tmp_path / "state"),
                VAGRANT_DOTFILE_PATH=str(tmp_path / "dot"))
     if settings:
         env["K8S_LAB_SETTINGS"] = str(settings)

@@ -34,7 +34,7 @@ def clean_env(monkeypatch, tmp_path):
     """Tests must not depend on the caller's overrides, nor on this host's hypervisors."""
     for name in ("K8S_LAB_PROFILE", "K8S_LAB_PROVIDER", "K8S_LAB_SETTINGS"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("K8S_LAB_STATE", str(tmp_path / "state"))  # no running cluster's record
+    monkeypatch.setenv("K8S_LAB_STATE_DIR", str(tmp_path / "state"))  # no running cluster's record
     monkeypatch.setattr(S.hypervisor, "choose", container_choice)
     monkeypatch.setattr(S.platform, "machine", lambda: "x86_64")
 
@@ -71,7 +71,7 @@ def test_schema_is_valid_draft_2020_12():
 
 
 def test_default_profile_resolves(monkeypatch):
-    monkeypatch.delenv("K8S_LAB_STATE")
+    monkeypatch.delenv("K8S_LAB_STATE_DIR")
     monkeypatch.setattr(S, "recorded", dict)  # whatever cluster this host runs
     s = S.load()
     assert (s["profile"], s["provider"], s["arch"], s["box"]) == ("default", "docker", "amd64", None)
@@ -81,7 +81,10 @@ def test_default_profile_resolves(monkeypatch):
         ("w1", "worker", "192.168.56.21", False),
         ("w2", "worker", "192.168.56.22", False),
     ]
-    assert s["api"] == {"vip": None, "port": 6443, "endpoint": "https://192.168.56.11:6443"}
+    assert s["api"] == {"vip": None, "port": 6443, "endpoint": "https://192.168.56.11:6443",
+                        "local_endpoint": "https://127.0.0.1:6443"}
+    assert s["ports"] == {"api_server": 6443, "api_lb": 8443, "etcd_client": 2379, "etcd_peer": 2380}
+    assert s["paths"]["pki_dir"] == "/etc/kubernetes/pki"
     assert (s["service_ip"], s["dns_ip"]) == ("10.96.0.1", "10.96.0.10")
     assert s["state_dir"] == str(ROOT / ".lab")
     assert s["cluster_name"] == "k8s-arch-lab" and s["network"] == SETTINGS["network"]
@@ -93,7 +96,8 @@ def test_ha_profile_resolves():
     assert [n["name"] for n in s["nodes"]] == ["cp1", "cp2", "cp3", "w1", "w2"]
     assert [n["ip"] for n in s["nodes"]] == [f"192.168.56.{h}" for h in (11, 12, 13, 21, 22)]
     assert [n["etcd"] for n in s["nodes"]] == [True, True, True, False, False]
-    assert s["api"] == {"vip": "192.168.56.10", "port": 8443, "endpoint": "https://192.168.56.10:8443"}
+    assert s["api"] == {"vip": "192.168.56.10", "port": 8443, "endpoint": "https://192.168.56.10:8443",
+                        "local_endpoint": "https://127.0.0.1:6443"}
 
 
 @pytest.mark.parametrize("profile", ["default", "ha"])
@@ -154,7 +158,7 @@ def test_virtualbox_host_only_ranges(tmp_path, monkeypatch):
 
 
 def test_state_dir_override(monkeypatch, tmp_path):
-    monkeypatch.setenv("K8S_LAB_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("K8S_LAB_STATE_DIR", str(tmp_path / "state"))
     assert S.load()["state_dir"] == str(tmp_path / "state")
 
 
@@ -176,13 +180,13 @@ def test_env_overrides_file_and_arguments_override_env(monkeypatch):
 def test_the_running_clusters_record_comes_after_env_and_before_the_file(monkeypatch):
     proc = run(sys.executable, "-m", "tools.settings", "record", "--profile", "ha")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads((Path(os.environ["K8S_LAB_STATE"]) / "cluster.json").read_text()) == {
+    assert json.loads((Path(os.environ["K8S_LAB_STATE_DIR"]) / "cluster.json").read_text()) == {
         "profile": "ha", "provider": "docker"}
     assert S.load()["profile"] == "ha"
     monkeypatch.setenv("K8S_LAB_PROFILE", "default")
     assert S.load()["profile"] == "default"
     monkeypatch.delenv("K8S_LAB_PROFILE")
-    (Path(os.environ["K8S_LAB_STATE"]) / "cluster.json").unlink()
+    (Path(os.environ["K8S_LAB_STATE_DIR"]) / "cluster.json").unlink()
     assert S.load()["profile"] == "default"
 
 
@@ -351,7 +355,7 @@ def test_inventory_list():
     assert inv["_meta"]["hostvars"]["w2"] == {
         "ansible_host": "192.168.56.22",
         "ansible_user": "root",
-        "ansible_ssh_private_key_file": os.path.join(os.environ["K8S_LAB_STATE"], "ssh", "id_ed25519"),
+        "ansible_ssh_private_key_file": os.path.join(os.environ["K8S_LAB_STATE_DIR"], "ssh", "id_ed25519"),
         "lab_node_ip": "192.168.56.22",
         "lab_pod_cidr": "10.244.4.0/24",
         "lab_node_role": "worker",
@@ -371,3 +375,27 @@ def test_inventory_with_broken_settings(tmp_path):
     proc = run(str(INVENTORY), "--list", env={"K8S_LAB_SETTINGS": str(bad)})
     assert proc.returncode == 1 and proc.stdout == ""
     assert "node.memory_mb: 1000 is too little memory" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_ports_move_the_endpoints(tmp_path):
+    def moved(s):
+        s["network"].update(api_server_port=7443, api_lb_port=9443)
+
+    default = load_modified(tmp_path, moved)
+    assert (default["api"]["endpoint"], default["api"]["local_endpoint"]) == (
+        "https://192.168.56.11:7443", "https://127.0.0.1:7443")
+    assert load_modified(tmp_path, moved, profile="ha")["api"]["endpoint"] == "https://192.168.56.10:9443"
+
+
+def test_ports_must_differ(tmp_path):
+    assert "each port must differ" in problems(tmp_path, lambda s: s["network"].update(api_lb_port=2379))
+    assert "network.etcd_peer_port" in problems(tmp_path, lambda s: s["network"].update(etcd_peer_port=70000))
+
+
+def test_derived_values_for_other_machines(tmp_path):
+    doc = load_modified(tmp_path)
+    nodes = [{"name": "m-1", "role": "control_plane", "ip": "172.30.6.11", "etcd": True, "pod_cidr": "10.244.0.0/24"},
+             {"name": "m-2", "role": "control_plane", "ip": "172.30.6.12", "etcd": True, "pod_cidr": "10.244.1.0/24"}]
+    d = S.derived(doc, nodes, "172.30.6.0/24")
+    assert d["api"]["endpoint"] == "https://172.30.6.10:8443"
+    assert d["nodes"] == nodes and d["paths"] == S.NODE_PATHS

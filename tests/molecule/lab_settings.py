@@ -1,0 +1,46 @@
+"""The resolved lab settings for a molecule scenario's machines, written as JSON for its group_vars.
+
+A scenario's nodes are not the lab's (their names and addresses come from the scenario's molecule.yml), so the
+dynamic inventory does not describe them. This script hands them to the same producer, tools.settings.derived, so
+that the API endpoint, ports and paths are decided exactly as for the lab. tests/molecule/prepare.yml runs it:
+
+    python3 tests/molecule/lab_settings.py ROLE OUT.json < platforms.json
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools import settings  # noqa: E402
+
+
+def molecule_settings(role: str, platforms: list[dict]) -> dict:
+    doc = settings.load(provider="docker")
+    net = doc["network"]
+    subnets = ipaddress.ip_network(net["pod_cidr"]).subnets(new_prefix=net["pod_cidr_node_prefix"])
+    nodes = [{"name": p["name"], "role": "control_plane" if "control_plane" in p.get("groups", []) else "worker",
+              "ip": p["networks"][0]["ipv4_address"], "etcd": "etcd" in p.get("groups", []),
+              "pod_cidr": str(next(subnets))} for p in platforms]
+    node_cidr = platforms[0]["docker_networks"][0]["ipam_config"][0]["subnet"]
+    return {
+        **doc,
+        **settings.derived(doc, nodes, node_cidr),
+        "cluster_name": f"molecule-{role.replace('_', '-')}",
+        # Only the artifact cache: a scenario never downloads.
+        "artifacts": {**doc["artifacts"], "source": "cache", "mirror": ""},
+    }
+
+
+def main(argv: list[str]) -> int:
+    role, out = argv
+    Path(out).write_text(json.dumps(molecule_settings(role, json.load(sys.stdin)), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
