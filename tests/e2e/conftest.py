@@ -3,6 +3,12 @@
 Tests ask for a profile with `cluster_up("ha")`; the session brings that
 profile up once (tearing down another one first) and destroys it at the end.
 
+The default profile is brought up with the API server's port and the Service
+range moved away from settings.yml's (MOVED: a settings file of its own,
+K8S_LAB_SETTINGS), so that every default-profile test, the lab checks
+included, also proves that the layers take those values from the settings
+alone; the ha profile keeps the shipped settings.
+
 K8S_LAB_E2E_REUSE=ha (or default) uses the cluster of that profile that is
 already running, as `make up PROFILE=ha` left it, and leaves it running: for
 working on one test without a new bring-up each time."""
@@ -12,12 +18,28 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+# The default profile's settings differ from settings.yml in these (network.*) values.
+MOVED = {"api_server_port": 7443, "service_cidr": "10.112.0.0/16"}
+
+
+def use_settings(profile: str) -> None:
+    """Point this session (and the make/lab commands it runs) at the settings the profile is tested with."""
+    if profile != "default":
+        os.environ.pop("K8S_LAB_SETTINGS", None)
+        return
+    doc = yaml.safe_load((ROOT / "settings.yml").read_text())
+    doc["network"].update(MOVED)
+    path = Path(tempfile.mkdtemp(prefix="k8s-lab-e2e-")) / "settings.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    os.environ["K8S_LAB_SETTINGS"] = str(path)
 
 
 def lab_check(*args: str, timeout: float = 1800) -> tuple[int, str]:
@@ -46,11 +68,12 @@ class Clusters:
 
     def __call__(self, profile: str) -> subprocess.CompletedProcess | None:
         if os.environ.get("K8S_LAB_E2E_REUSE") == profile:
-            os.environ["K8S_LAB_PROFILE"] = profile
+            os.environ["K8S_LAB_PROFILE"] = profile  # the running cluster's settings, whatever they are
             return self.up_output.get(profile)
         if self.profile != profile:
             make("down", self.profile or profile, timeout=300, check=False)
             self.profile = None
+            use_settings(profile)
             self.up_output[profile] = make("up", profile, timeout=1500)
             self.profile = profile
         os.environ["K8S_LAB_PROFILE"] = profile

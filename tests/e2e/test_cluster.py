@@ -6,13 +6,14 @@ One cluster per profile, shared by every test of that profile."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import lab_check, make
+from conftest import MOVED, lab_check, make
 
 from tools import artifacts as A
 
@@ -54,6 +55,21 @@ def test_all_nodes_ready_and_system_pods_running(cluster):
     assert pods, "no kube-system pods"
     assert all(p["status"]["phase"] == "Running" for p in pods), [p["metadata"]["name"] for p in pods]
     print(kubectl("get", "nodes", "-o", "wide"))
+
+
+def test_default_profile_runs_where_its_settings_moved_it(cluster):
+    """The default profile is up with another API server port and Service range than settings.yml's
+    (conftest.MOVED): every layer took them from the settings, and every other test of the profile (smoke,
+    idempotence, the lab checks) runs on that moved cluster."""
+    profile, up = cluster
+    if profile != "default" or up is None:
+        pytest.skip("only the default profile is moved (and not a reused cluster)")
+    config = json.loads(kubectl("config", "view", "--raw", "-o", "json"))
+    assert config["clusters"][0]["cluster"]["server"] == f"https://192.168.56.11:{MOVED['api_server_port']}"
+    service = json.loads(kubectl("get", "service", "kubernetes", "-o", "json"))
+    assert service["spec"]["clusterIP"] == str(ipaddress.ip_network(MOVED["service_cidr"]).network_address + 1)
+    dns = json.loads(kubectl("get", "service", "-n", "kube-system", "kube-dns", "-o", "json"))
+    assert dns["spec"]["clusterIP"] == str(ipaddress.ip_network(MOVED["service_cidr"]).network_address + 10)
 
 
 def test_smoke_playbook_passes(cluster):
