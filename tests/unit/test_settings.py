@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tools import artifacts
 from tools import hypervisor as H
 from tools import settings as S
 
@@ -379,6 +380,9 @@ def test_inventory_list():
     }
     lab = inv["all"]["vars"]["lab_settings"]
     assert (lab["profile"], lab["api"]["vip"], len(lab["nodes"])) == ("ha", "192.168.56.10", 5)
+    # The nodes' artifact plan, from its one producer, for the settings' source, mirror and architecture.
+    assert inv["all"]["vars"]["lab_artifacts"] == artifacts.node_plan(
+        artifacts.load_versions(), [lab["arch"]], lab["artifacts"]["source"], lab["artifacts"]["mirror"])
 
 
 def test_inventory_host():
