@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Ansible dynamic inventory of the lab, computed from settings.yml by tools/settings.py,
-so the playbooks and the Vagrantfile cannot disagree about nodes and addresses.
+so the playbooks and the Vagrantfile cannot disagree about nodes and addresses, and
+the nodes' artifact plan from versions.yml by tools/artifacts.py (node_plan), so the
+artifacts role and `make artifacts` cannot disagree about files, URLs and cache paths.
 
     inventory/lab.py --list | --host NAME
 """
@@ -15,6 +17,7 @@ from pathlib import Path
 # Ansible runs this file from anywhere, possibly through a symlink: find the repository from its real path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tools import artifacts  # noqa: E402
 from tools import settings as lab_settings  # noqa: E402
 
 
@@ -31,9 +34,11 @@ def hostvars(node: dict, settings: dict) -> dict:
 
 def inventory(settings: dict) -> dict:
     nodes = settings["nodes"]
+    # The nodes run on the host's architecture (containers, or VMs of the host's CPU).
+    plan = artifacts.node_plan(artifacts.load_versions(), [settings["arch"]], **settings["artifacts"])
     return {
         "_meta": {"hostvars": {n["name"]: hostvars(n, settings) for n in nodes}},
-        "all": {"vars": {"lab_settings": settings}},
+        "all": {"vars": {"lab_settings": settings, "lab_artifacts": plan}},
         "control_plane": {"hosts": [n["name"] for n in nodes if n["role"] == "control_plane"]},
         "workers": {"hosts": [n["name"] for n in nodes if n["role"] == "worker"]},
         "etcd": {"hosts": [n["name"] for n in nodes if n["etcd"]]},
@@ -48,11 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--host", metavar="NAME", help="the variables of one host")
     args = parser.parse_args(argv)
     try:
-        settings = lab_settings.load()
-    except lab_settings.SettingsError as exc:
+        inv = inventory(lab_settings.load())
+    except (lab_settings.SettingsError, artifacts.ArtifactError) as exc:
         print(exc, file=sys.stderr)
         return 1
-    inv = inventory(settings)
     # An unknown host has no variables: Ansible expects {} rather than an error.
     print(json.dumps(inv if args.list else inv["_meta"]["hostvars"].get(args.host, {}), indent=2))
     return 0

@@ -1,21 +1,33 @@
-"""Fill the artifact cache with every pinned component the cluster needs.
+"""Fill the artifact cache with every pinned component the cluster needs, and
+say what the nodes need from it (the artifact plan).
 
 The cache mirrors the upstream download sites (``<cache>/<host>/<path>``) so
 that a plain HTTP server over it is a drop-in mirror, and keeps a checksum
-manifest (``manifest.json``) of every file it holds. Two sources sit behind one
-interface:
+manifest (``manifest.json``) of every file it holds. Where files come from is
+one vocabulary, shared with settings.yml's ``artifacts.source`` (README,
+"Offline artifacts"):
 
-* ``download``: the official release URL, verified against the sha256 pinned
-  in versions.yml, with retries;
-* ``build``: the upstream Go module, built with the local Go toolchain, with
-  the pinned version stamped into the binary.
+* ``cache``: only what the cache holds, verified; nothing is fetched;
+* ``mirror``: another machine's cache served over HTTP (``K8S_LAB_MIRROR``,
+  else settings.yml ``artifacts.mirror``), verified against its manifest;
+* ``upstream``: the official release URL, verified against the sha256 pinned
+  in versions.yml or the release's own ``.sha256``, with retries;
+* ``build`` (host only): the upstream Go module, built with the local Go
+  toolchain, with the pinned version stamped into the binary;
+* ``auto`` (the default): the cache where it holds a file intact, else the
+  mirror when one is set and holds it, else upstream when the host resolves,
+  else a build when Go is available, else one clear error.
 
-``auto`` (the default) uses the cache when it is complete, else downloads when
-the upstream host resolves, else builds when Go is available, else stops with
-one clear error. Files that fail verification are fetched or built again.
+Images are always assembled locally (or taken from a mirror). Files that fail
+verification are fetched or built again.
 
-Usage: python3 -m tools.artifacts [--source auto|download|build] [--cache DIR]
-                                  [--arch amd64|arm64] [--only ID ...] [--verify]
+Usage: python3 -m tools.artifacts [--source auto|cache|mirror|upstream|build] [--mirror URL]
+                                  [--cache DIR] [--arch amd64|arm64] [--only ID ...] [--list]
+       python3 -m tools.artifacts plan [--source auto|cache|mirror|upstream] [--mirror URL]
+                                  [--cache DIR] [--arch amd64|arm64 ...] [--output FILE]
+
+``plan`` prints the artifact plan of the nodes as JSON (node_plan): what the
+inventory publishes as ``lab_artifacts`` for the artifacts role.
 """
 
 from __future__ import annotations
@@ -44,7 +56,13 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS_FILE = ROOT / "versions.yml"
 MANIFEST = "manifest.json"
-SOURCES = ("auto", "download", "build")
+# Where artifacts come from: one vocabulary for the host (this tool, `make artifacts SOURCE=`) and the nodes
+# (settings.yml artifacts.source, the artifacts role); the nodes cannot build.
+SOURCES = ("auto", "cache", "mirror", "upstream", "build")
+NODE_SOURCES = ("auto", "cache", "mirror", "upstream")
+OLD_SOURCES = {"download": "upstream"}  # the spelling before issue 9
+# Which nodes need a file or image (versions.yml `nodes`); "none": only the host (an image's build input).
+NODE_GROUPS = ("all", "control_plane", "none")
 ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 
@@ -167,6 +185,76 @@ def plan(versions: dict, arch: str) -> list[Artifact]:
     return items
 
 
+def canonical_source(source: str, allowed: tuple[str, ...] = SOURCES) -> str:
+    """``source`` in the shared vocabulary (the old ``download`` still means ``upstream``)."""
+    source = OLD_SOURCES.get(source, source)
+    if source not in allowed:
+        hint = " (the nodes cannot build: build into the cache with `make artifacts SOURCE=build`)" \
+            if source == "build" else ""
+        raise ArtifactError(f"unknown source {source!r}: use one of {', '.join(allowed)}{hint}")
+    return source
+
+
+def check_mirror(source: str, mirror: str | None) -> str:
+    """The mirror's base URL without a trailing slash ('' for none); source ``mirror`` needs one."""
+    mirror = (mirror or "").rstrip("/")
+    parts = urllib.parse.urlsplit(mirror)
+    if mirror and not (parts.scheme in ("http", "https") and parts.netloc):
+        raise ArtifactError(f"the mirror {mirror!r} is not an http(s) URL")
+    if source == "mirror" and not mirror:
+        raise ArtifactError("source mirror needs a mirror: set K8S_LAB_MIRROR (or artifacts.mirror in settings.yml)")
+    return mirror
+
+
+def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str = "auto", mirror: str | None = "",
+              cache: str | Path | None = None) -> dict:
+    """The artifact plan of the nodes: the one description of what the artifacts role verifies, fetches and
+    exposes, JSON-serialisable (the inventory publishes it as ``lab_artifacts``).
+
+    Per architecture: each release file and image some node needs (versions.yml ``nodes``: ``all`` or
+    ``control_plane``) with its id, component, version, upstream URL, path in the cache (``relpath``), official
+    sha256 or the URL of the release's own ``.sha256``, the binaries it holds and where each is on the controller
+    once unpacked; and ``paths``, binary (images: ``image/<id>``) -> path, what the role exposes as
+    ``artifacts_files``. Plus where the files come from (``source``, ``mirror``) and the cache's location.
+    """
+    source = canonical_source(source, NODE_SOURCES)
+    mirror = check_mirror(source, mirror)
+    cache_dir = Path(cache or default_cache()).expanduser().absolute()
+    result: dict = {"source": source, "mirror": mirror, "cache_dir": str(cache_dir), "arches": {}}
+    for arch in arches:
+        if arch not in ("amd64", "arm64"):
+            raise ArtifactError(f"unsupported architecture {arch!r}: use amd64 or arm64")
+        files, images, paths = [], [], {}
+        for art in plan(versions, arch):
+            nodes = art.spec.get("nodes")
+            if nodes not in NODE_GROUPS:
+                where = (f"images.{art.component}" if art.kind == "image"
+                         else f"components.{art.component}.files.{art.id}")
+                raise ArtifactError(f"versions.yml: {where}.nodes: {nodes!r}: use one of {', '.join(NODE_GROUPS)}")
+            if nodes == "none":
+                continue
+            if art.kind == "image":
+                path = str(cache_dir / art.relpath)
+                images.append({"id": art.id, "component": art.component, "version": art.version, "nodes": nodes,
+                               "ref": f"{art.spec['name']}:{art.version}", "relpath": art.relpath, "path": path})
+                paths[art.id] = path
+                continue
+            archive = art.relpath.endswith((".tar.gz", ".tgz"))
+            binaries = {}
+            for member, name in art.spec["binaries"].items():
+                member = expand(member, art.version, arch)
+                inside = f".extracted/{art.relpath}/{member.removeprefix('./')}" if archive else art.relpath
+                if name in paths:
+                    raise ArtifactError(f"versions.yml: binary {name!r} is in two files (the second: {art.id})")
+                binaries[name] = {"member": member, "path": str(cache_dir / inside)}
+                paths[name] = binaries[name]["path"]
+            files.append({"id": art.id, "component": art.component, "version": art.version, "nodes": nodes,
+                          "url": art.url, "relpath": art.relpath, "archive": archive,
+                          "sha256": art.official_sha256, "sha256_url": art.sha256_url, "binaries": binaries})
+        result["arches"][arch] = {"files": files, "images": images, "paths": paths}
+    return result
+
+
 # --------------------------------------------------------------------------
 # The manifest
 
@@ -247,13 +335,17 @@ def go_available() -> bool:
 
 
 def choose_source(art: Artifact, requested: str, *, resolver=resolves, has_go=go_available) -> str:
-    """Pick ``download`` or ``build`` for a file the cache lacks."""
-    if requested not in SOURCES:
-        raise ArtifactError(f"unknown source {requested!r}: use one of {', '.join(SOURCES)}")
+    """How to obtain a file that neither the cache nor a mirror supplies: ``download`` (from upstream) or
+    ``build``, the two ways a file gets into a cache (what manifest.json records as its ``source``)."""
+    requested = canonical_source(requested)
+    if requested in ("cache", "mirror"):
+        raise ArtifactError(f"cannot obtain {art.id} {art.version} ({art.arch}) with source {requested}")
     if art.kind == "image":
         return "build"  # images are always assembled locally
-    if requested != "auto":
-        return requested
+    if requested == "upstream":
+        return "download"
+    if requested == "build":
+        return "build"
     if art.downloadable and resolver(art.host):
         return "download"
     if has_go():
@@ -614,7 +706,13 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
 
 def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *, log=print,
            versions: dict | None = None, mirror: str | None = None) -> dict:
-    """Make the cache complete for ``arch``; returns counts per outcome."""
+    """Make the cache complete for ``arch`` from ``source`` (SOURCES); returns counts per outcome.
+
+    ``cache`` changes nothing and fails naming every file the cache lacks; ``mirror`` takes what the cache
+    lacks from the mirror only; ``upstream`` and ``build`` ignore any mirror; ``auto`` prefers the mirror
+    (when one is set and holds the file) to upstream and to a build."""
+    source = canonical_source(source)
+    mirror = check_mirror(source, mirror)
     versions = versions or load_versions()
     items = plan(versions, arch)
     if only:
@@ -623,25 +721,34 @@ def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *
             raise ArtifactError(f"unknown artifact id(s): {', '.join(sorted(unknown))}")
         items = [i for i in items if i.id in only]
     manifest = Manifest(cache)
-    remote = mirror_manifest(mirror) if mirror else {}
+    remote: dict | None = None  # the mirror's manifest, read when the first file is missing
     counts = {"cached": 0, "download": 0, "build": 0}
+    lacking = []
     for art in sorted(items, key=lambda a: a.kind == "image"):  # images use the files
         problem = manifest.verify(art)
         if problem is None:
             counts["cached"] += 1
             continue
+        if source == "cache":
+            lacking.append(f"{art.id} ({art.relpath}): {problem}")
+            continue
         if problem != "not in the manifest":
             log(f"  {art.id}: {problem}: fetching it again")
         manifest.forget(art.relpath)
         (cache / art.relpath).unlink(missing_ok=True)
+        if remote is None:
+            remote = mirror_manifest(mirror) if mirror and source in ("auto", "mirror") else {}
         entry = remote.get(art.relpath)
-        from_mirror = entry is not None and entry.get("version") == art.version and source != "build"
+        from_mirror = entry is not None and entry.get("version") == art.version
+        if source == "mirror" and not from_mirror:
+            raise ArtifactError(f"the mirror {mirror} does not hold {art.id} {art.version} ({art.arch}): "
+                                f"{art.relpath}")
         chosen = "download" if from_mirror else choose_source(art, source)
         started = time.monotonic()
         log(f"  {art.id} {art.version} ({art.arch}): {'mirror' if from_mirror else chosen} ...")
         if from_mirror:
             # The mirror's own manifest names the checksum (its file may have been built).
-            download(art, cache / art.relpath, expected=entry["sha256"], url=f"{mirror.rstrip('/')}/{art.relpath}")
+            download(art, cache / art.relpath, expected=entry["sha256"], url=f"{mirror}/{art.relpath}")
             chosen = entry.get("source", "download")
         elif chosen == "download":
             download(art, cache / art.relpath)
@@ -652,35 +759,75 @@ def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *
         manifest.record(art, chosen)
         counts[chosen] += 1
         log(f"  {art.id}: done in {time.monotonic() - started:.0f}s -> {art.relpath}")
+    if lacking:
+        raise ArtifactError(f"the cache {cache} lacks {len(lacking)} file(s) (source cache fetches nothing; "
+                            "run `make artifacts` with SOURCE=auto, mirror, upstream or build):\n  "
+                            + "\n  ".join(lacking))
     return counts
 
 
+def lab_artifact_settings() -> dict:
+    """settings.yml's ``artifacts`` (source, and the mirror: K8S_LAB_MIRROR wins over ``artifacts.mirror``)."""
+    from tools import settings  # only the CLI reads the lab's settings
+
+    try:
+        return settings.artifact_settings()
+    except settings.SettingsError as exc:
+        raise ArtifactError(str(exc)) from exc
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="artifacts", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", default=os.environ.get("K8S_LAB_ARTIFACT_SOURCE", "auto"), choices=SOURCES)
-    parser.add_argument("--cache", type=Path, default=default_cache())
-    parser.add_argument("--arch", default=None, help="amd64 or arm64 (default: this host's)")
-    parser.add_argument("--only", nargs="*", help="artifact ids to ensure (default: all)")
-    parser.add_argument("--mirror", default=os.environ.get("K8S_LAB_MIRROR"),
-                        help="base URL of a mirror laid out like the cache (official checksums still apply)")
-    parser.add_argument("--list", action="store_true", help="print the plan and the cache state, change nothing")
+    parser = argparse.ArgumentParser(prog="python3 -m tools.artifacts", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", nargs="?", choices=("fill", "plan"), default="fill",
+                        help="fill (the default): make the cache complete; "
+                             "plan: print the nodes' artifact plan as JSON, change nothing")
+    parser.add_argument("--source", help="auto, cache, mirror, upstream or build (fill's default: auto; plan's: "
+                                         "settings.yml artifacts.source, and build is not for the nodes)")
+    parser.add_argument("--cache", type=Path, default=default_cache(),
+                        help="the artifact cache (default: $K8S_LAB_CACHE, else $XDG_CACHE_HOME/k8s-arch-lab, "
+                             "else ~/.cache/k8s-arch-lab)")
+    parser.add_argument("--arch", action="append", help="amd64 or arm64, repeatable (default: this host's)")
+    parser.add_argument("--only", nargs="*", help="fill: artifact ids to ensure (default: all)")
+    parser.add_argument("--mirror", help="base URL of a mirror laid out like the cache, checked against its "
+                                         "manifest (default: $K8S_LAB_MIRROR, else settings.yml artifacts.mirror)")
+    parser.add_argument("--list", action="store_true", help="fill: print the plan and the cache state, change nothing")
+    parser.add_argument("--output", type=Path, help="plan: write the JSON to this file instead of stdout")
     args = parser.parse_args(argv)
     try:
-        arch = ARCHES.get(args.arch, args.arch) if args.arch else host_arch()
-        if arch not in ("amd64", "arm64"):
-            raise ArtifactError(f"unsupported --arch {args.arch!r}: use amd64 or arm64")
+        if os.environ.get("K8S_LAB_ARTIFACT_SOURCE"):
+            raise ArtifactError("K8S_LAB_ARTIFACT_SOURCE is no longer read: use --source "
+                                "(`make artifacts SOURCE=...`), or artifacts.source in settings.yml for the nodes")
+        arches = [ARCHES.get(a, a) for a in args.arch] if args.arch else [host_arch()]
+        for arch, given in zip(arches, args.arch or arches, strict=True):
+            if arch not in ("amd64", "arm64"):
+                raise ArtifactError(f"unsupported --arch {given!r}: use amd64 or arm64")
+        lab = lab_artifact_settings() if args.mirror is None or (args.command == "plan" and not args.source) else {}
+        mirror = args.mirror if args.mirror is not None else lab["mirror"]
+        if args.command == "plan":
+            cache = args.cache.expanduser().absolute()
+            text = json.dumps(node_plan(load_versions(), arches, args.source or lab["source"], mirror, cache),
+                              indent=2) + "\n"
+            if args.output:
+                args.output.write_text(text)
+            else:
+                sys.stdout.write(text)
+            return 0
         cache = args.cache.expanduser().resolve()
         if args.list:
             manifest = Manifest(cache)
-            for art in plan(load_versions(), arch):
-                state = manifest.verify(art) or "ok"
-                print(f"{art.id:28} {art.version:10} {state:24} {art.relpath}")
+            for arch in arches:
+                for art in plan(load_versions(), arch):
+                    state = manifest.verify(art) or "ok"
+                    print(f"{art.id:28} {art.version:10} {state:24} {art.relpath}")
             return 0
-        started = time.monotonic()
-        print(f"artifact cache {cache} ({arch}, source {args.source})")
-        counts = ensure(cache, args.source, arch, args.only, mirror=args.mirror)
-        print(f"artifacts: {counts['cached']} cached, {counts['download']} downloaded, {counts['build']} built "
-              f"in {time.monotonic() - started:.1f}s")
+        source = canonical_source(args.source or "auto")
+        for arch in arches:
+            started = time.monotonic()
+            via = f", mirror {mirror}" if mirror and source in ("auto", "mirror") else ""
+            print(f"artifact cache {cache} ({arch}, source {source}{via})")
+            counts = ensure(cache, source, arch, args.only, mirror=mirror)
+            print(f"artifacts: {counts['cached']} cached, {counts['download']} downloaded, {counts['build']} built "
+                  f"in {time.monotonic() - started:.1f}s")
         return 0
     except ArtifactError as exc:
         print(f"artifacts: error: {exc}", file=sys.stderr)

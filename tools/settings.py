@@ -48,6 +48,7 @@ MIN_MEMORY_MB = 1536
 MIN_VM_CPUS = 2
 LAB_BOX = "k8s-arch-lab/debian12"  # the lab's own box (tools/box, `make box`): libvirt, amd64
 EMULATION_TIMEOUT_SCALE = 8  # timeout_scale "auto" for VMs under software emulation
+MIRROR_ENV = "K8S_LAB_MIRROR"  # the artifact mirror; wins over settings.yml artifacts.mirror
 # VirtualBox 7 creates host-only networks only in these ranges unless /etc/vbox/networks.conf allows others.
 VBOX_NETWORKS_CONF = Path("/etc/vbox/networks.conf")
 VBOX_DEFAULT_RANGES = ("192.168.56.0/21",)
@@ -242,14 +243,43 @@ def _check_network(net: dict, profiles: dict | None, where: str) -> list[str]:
     return out
 
 
+def _mirror(artifacts: dict, where: str) -> tuple[str, str]:
+    """The mirror the lab uses and, for messages, where it is set: K8S_LAB_MIRROR, else artifacts.mirror."""
+    if os.environ.get(MIRROR_ENV):
+        return os.environ[MIRROR_ENV], MIRROR_ENV
+    return artifacts.get("mirror") or "", f"{where}: artifacts.mirror"
+
+
 def _check_artifacts(artifacts: dict, where: str) -> list[str]:
-    mirror = artifacts.get("mirror") or ""
+    mirror, field = _mirror(artifacts, where)
     parts = urlsplit(mirror)
     if mirror and not (parts.scheme in ("http", "https") and parts.netloc):
-        return [f"{where}: artifacts.mirror: {mirror!r} is not an http(s) URL"]
+        return [f"{field}: {mirror!r} is not an http(s) URL"]
     if not mirror and artifacts["source"] == "mirror":
-        return [f"{where}: artifacts.mirror: must be an http(s) URL when artifacts.source is mirror (it is empty)"]
+        return [f"{where}: artifacts.mirror: must be an http(s) URL when artifacts.source is mirror (it is empty; "
+                f"{MIRROR_ENV} may set it too)"]
     return []
+
+
+def _resolve_artifacts(artifacts: dict, where: str) -> dict:
+    return {"source": artifacts["source"], "mirror": _mirror(artifacts, where)[0]}
+
+
+def artifact_settings(path: str | Path | None = None) -> dict:
+    """Only the ``artifacts`` part of the resolved settings, {"source", "mirror"}, checked as load() checks it
+    but without reading the rest (no provider probe): what tools/artifacts.py takes as its defaults."""
+    path = Path(path or os.environ.get("K8S_LAB_SETTINGS") or SETTINGS_FILE)
+    where, problems = _display(path), []
+    doc = _read_mapping(path, where, problems)
+    if doc is not None:
+        found: list[str] = []
+        bad = _schema_problems(doc, where, found)
+        problems += [p for p in found if p.startswith(f"{where}: artifacts")]
+        if not problems and "artifacts" not in bad:
+            problems += _check_artifacts(doc["artifacts"], where)
+    if problems:
+        raise SettingsError(problems)
+    return _resolve_artifacts(doc["artifacts"], where)
 
 
 def vbox_allowed_ranges(conf: Path | None = None) -> list[str]:
@@ -363,7 +393,8 @@ def derived(doc: dict, nodes: list[dict], node_cidr: str) -> dict:
     }
 
 
-def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, versions: dict[str, str]) -> dict:
+def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, versions: dict[str, str],
+             where: str) -> dict:
     net, counts = doc["network"], doc["profiles"][profile]
     base = ipaddress.ip_network(net["node_cidr"]).network_address
     pod_subnets = ipaddress.ip_network(net["pod_cidr"]).subnets(new_prefix=net["pod_cidr_node_prefix"])
@@ -390,6 +421,7 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
         "arch": arch,
         "box": box,
         "box_is_lab": box == LAB_BOX,
+        "artifacts": _resolve_artifacts(doc["artifacts"], where),
         **derived(doc, nodes, net["node_cidr"]),
         "versions": versions,
     }
@@ -459,7 +491,7 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
         problems += _check_virtualbox_network(doc["network"]["node_cidr"], where, vbox_allowed_ranges())
     if problems:
         raise SettingsError(problems)
-    return _resolve(doc, profile, choice, arch, versions)
+    return _resolve(doc, profile, choice, arch, versions, where)
 
 
 # --------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""The resolved lab settings for a molecule scenario's machines, written as JSON for its group_vars.
+"""What the dynamic inventory publishes (lab_settings, lab_artifacts), for a molecule scenario's machines, written
+as JSON for its group_vars.
 
 A scenario's nodes are not the lab's (their names and addresses come from the scenario's molecule.yml), so the
-dynamic inventory does not describe them. This script hands them to the same producer, tools.settings.derived, so
-that the API endpoint, ports and paths are decided exactly as for the lab. tests/molecule/prepare.yml runs it:
+dynamic inventory does not describe them. This script hands them to the same producers, tools.settings.derived and
+tools.artifacts.node_plan, so that the API endpoint, ports, paths and artifact plan are decided exactly as for the
+lab. tests/molecule/prepare.yml runs it:
 
     python3 tests/molecule/lab_settings.py ROLE OUT.json < platforms.json
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools import settings  # noqa: E402
+from tools import artifacts, settings  # noqa: E402
 
 
 def molecule_settings(role: str, platforms: list[dict]) -> dict:
@@ -38,7 +40,9 @@ def molecule_settings(role: str, platforms: list[dict]) -> dict:
 
 def main(argv: list[str]) -> int:
     role, out = argv
-    Path(out).write_text(json.dumps(molecule_settings(role, json.load(sys.stdin)), indent=1) + "\n")
+    lab = molecule_settings(role, json.load(sys.stdin))
+    plan = artifacts.node_plan(artifacts.load_versions(), [lab["arch"]], **lab["artifacts"])
+    Path(out).write_text(json.dumps({"lab_settings": lab, "lab_artifacts": plan}, indent=1) + "\n")
     return 0
 
 

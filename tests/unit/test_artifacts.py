@@ -84,6 +84,87 @@ def test_plan_covers_everything_the_cluster_needs():
     assert need <= ids
 
 
+# --- the nodes' plan -----------------------------------------------------------
+
+
+def test_node_plan_lists_what_the_nodes_need_and_where_it_ends_up(tmp_path):
+    got = A.node_plan(A.load_versions(), ["amd64"], "cache", "", tmp_path)
+    assert (got["source"], got["mirror"], got["cache_dir"]) == ("cache", "", str(tmp_path))
+    amd64 = got["arches"]["amd64"]
+    files = {f["id"]: f for f in amd64["files"]}
+    assert {i for i, f in files.items() if f["nodes"] == "control_plane"} == {
+        "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd"}
+    assert {i for i, f in files.items() if f["nodes"] == "all"} == {
+        "kubelet", "kube-proxy", "containerd", "runc", "cni-plugins", "crictl"}
+    assert "coredns" not in files, "the CoreDNS release file only feeds the image's build on the host"
+    assert [i["id"] for i in amd64["images"]] == ["image/pause", "image/coredns", "image/echo"]
+    etcd = files["etcd"]
+    assert etcd["archive"] and len(etcd["sha256"]) == 64 and etcd["sha256_url"] is None
+    assert etcd["url"] == f"https://{etcd['relpath']}"
+    member = "etcd-v3.7.2-linux-amd64/etcdctl"
+    assert etcd["binaries"]["etcdctl"] == {"member": member,
+                                           "path": f"{tmp_path}/.extracted/{etcd['relpath']}/{member}"}
+    kubelet = files["kubelet"]
+    assert not kubelet["archive"] and kubelet["sha256"] is None
+    assert kubelet["sha256_url"] == kubelet["url"] + ".sha256"
+    assert kubelet["binaries"]["kubelet"]["path"] == f"{tmp_path}/{kubelet['relpath']}"
+    assert amd64["paths"]["bridge"].endswith("cni-plugins-linux-amd64-v1.9.1.tgz/bridge"), "./bridge loses its ./"
+    assert amd64["paths"]["image/pause"] == f"{tmp_path}/images/registry.k8s.io/pause/3.10.2/image-linux-amd64.tar"
+    every_binary = {n: b["path"] for f in amd64["files"] for n, b in f["binaries"].items()}
+    assert amd64["paths"] == {**every_binary, **{i["id"]: i["path"] for i in amd64["images"]}}
+    json.dumps(got)  # what the inventory hands to Ansible
+
+
+def test_node_plan_agrees_with_the_cache_fill():
+    versions = A.load_versions()
+    for arch in ("amd64", "arm64"):
+        filled = {a.relpath: a for a in A.plan(versions, arch)}
+        node = A.node_plan(versions, [arch])["arches"][arch]
+        for item in node["files"] + node["images"]:
+            art = filled[item["relpath"]]
+            assert (art.id, art.version) == (item["id"], item["version"])
+
+
+def test_node_plan_refuses_what_the_nodes_cannot_do(tmp_path):
+    versions = A.load_versions()
+    with pytest.raises(A.ArtifactError, match="the nodes cannot build"):
+        A.node_plan(versions, ["amd64"], "build")
+    with pytest.raises(A.ArtifactError, match="K8S_LAB_MIRROR"):
+        A.node_plan(versions, ["amd64"], "mirror", "")
+    with pytest.raises(A.ArtifactError, match="not an http"):
+        A.node_plan(versions, ["amd64"], "auto", "ftp://cache")
+    assert A.node_plan(versions, ["amd64"], "download")["source"] == "upstream"
+    assert A.node_plan(versions, [], "mirror", "http://cache:8000/")["mirror"] == "http://cache:8000"
+    broken = json.loads(json.dumps(versions))
+    del broken["components"]["runc"]["files"]["runc"]["nodes"]
+    with pytest.raises(A.ArtifactError, match=r"components\.runc\.files\.runc\.nodes: None"):
+        A.node_plan(broken, ["amd64"])
+
+
+def test_plan_command_prints_the_node_plan(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("K8S_LAB_MIRROR", raising=False)
+    monkeypatch.delenv("K8S_LAB_ARTIFACT_SOURCE", raising=False)
+    monkeypatch.delenv("K8S_LAB_SETTINGS", raising=False)
+    assert A.main(["plan", "--source", "cache", "--arch", "arm64", "--arch", "x86_64", "--cache", str(tmp_path)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == A.node_plan(A.load_versions(), ["arm64", "amd64"], "cache", "", tmp_path)
+    out = tmp_path / "plan.json"
+    assert A.main(["plan", "--output", str(out), "--mirror", "http://m:1", "--cache", str(tmp_path)]) == 0
+    written = json.loads(out.read_text())
+    assert written["source"] == "auto" and written["mirror"] == "http://m:1", "settings.yml's source, given mirror"
+    monkeypatch.setenv("K8S_LAB_MIRROR", "http://env:2")
+    assert A.main(["plan", "--output", str(out), "--cache", str(tmp_path)]) == 0
+    assert json.loads(out.read_text())["mirror"] == "http://env:2"
+    assert A.main(["plan", "--source", "build"]) == 1
+    assert "the nodes cannot build" in capsys.readouterr().err
+
+
+def test_the_old_source_variable_is_refused(monkeypatch, capsys):
+    monkeypatch.setenv("K8S_LAB_ARTIFACT_SOURCE", "build")
+    assert A.main(["--list"]) == 1
+    assert "K8S_LAB_ARTIFACT_SOURCE is no longer read" in capsys.readouterr().err
+
+
 # --- source choice ------------------------------------------------------------
 
 
@@ -116,11 +197,22 @@ def test_auto_without_network_or_go_is_one_clear_error():
 def test_explicit_source_is_honoured_and_images_are_always_built():
     art = file_artifact()
     assert A.choose_source(art, "build", resolver=lambda h: True, has_go=lambda: True) == "build"
-    assert A.choose_source(art, "download", resolver=lambda h: False, has_go=lambda: True) == "download"
+    assert A.choose_source(art, "upstream", resolver=lambda h: False, has_go=lambda: True) == "download"
     image = file_artifact(kind="image", official_sha256=None)
-    assert A.choose_source(image, "download", resolver=lambda h: True, has_go=lambda: True) == "build"
-    with pytest.raises(A.ArtifactError):
+    assert A.choose_source(image, "upstream", resolver=lambda h: True, has_go=lambda: True) == "build"
+    with pytest.raises(A.ArtifactError, match="unknown source 'ftp'"):
         A.choose_source(art, "ftp")
+
+
+def test_one_vocabulary_for_the_source():
+    assert A.SOURCES == ("auto", "cache", "mirror", "upstream", "build")
+    assert A.NODE_SOURCES == ("auto", "cache", "mirror", "upstream"), "the nodes cannot build"
+    assert A.canonical_source("download") == "upstream", "the old spelling still works"
+    with pytest.raises(A.ArtifactError, match="the nodes cannot build"):
+        A.canonical_source("build", A.NODE_SOURCES)
+    settings_enum = json.loads((A.ROOT / "tools" / "settings.schema.json").read_text())[
+        "properties"]["artifacts"]["properties"]["source"]["enum"]
+    assert tuple(settings_enum) == A.NODE_SOURCES
 
 
 # --- download -----------------------------------------------------------------
@@ -254,6 +346,48 @@ def test_ensure_takes_a_mirrors_checksums(tmp_path, monkeypatch):
     A.ensure(tmp_path, "auto", "amd64", versions={"components": {}}, mirror=mirror, log=lambda *a: None)
     assert (tmp_path / art.relpath).read_bytes() == b"built here"
     assert A.Manifest(tmp_path).entries[art.relpath]["source"] == "build"
+
+
+def test_source_cache_changes_nothing_and_names_what_is_lacking(tmp_path, monkeypatch):
+    good, bad = file_artifact(id="good", relpath="h/good"), file_artifact(id="bad", relpath="h/bad")
+    monkeypatch.setattr(A, "plan", lambda v, arch: [good, bad])
+    put(tmp_path, good, b"payload")
+    put(tmp_path, bad, b"payload")
+    (tmp_path / "h/bad").write_bytes(b"pay")
+    before = (tmp_path / A.MANIFEST).read_text()
+    with pytest.raises(A.ArtifactError, match=r"lacks 1 file.*\n  bad \(h/bad\): size 3 != 7"):
+        A.ensure(tmp_path, "cache", "amd64", versions={"components": {}}, log=lambda *a: None)
+    assert (tmp_path / "h/bad").read_bytes() == b"pay" and (tmp_path / A.MANIFEST).read_text() == before
+    (tmp_path / "h/bad").write_bytes(b"payload")
+    assert A.ensure(tmp_path, "cache", "amd64", versions={"components": {}})["cached"] == 2
+
+
+def test_source_mirror_takes_only_the_mirror(tmp_path, monkeypatch):
+    art = file_artifact()
+    monkeypatch.setattr(A, "plan", lambda v, arch: [art])
+    monkeypatch.setattr(A, "mirror_manifest", lambda m: {})
+    with pytest.raises(A.ArtifactError, match="the mirror http://m does not hold thing"):
+        A.ensure(tmp_path, "mirror", "amd64", versions={"components": {}}, mirror="http://m/", log=lambda *a: None)
+    with pytest.raises(A.ArtifactError, match="needs a mirror"):
+        A.ensure(tmp_path, "mirror", "amd64", versions={"components": {}}, log=lambda *a: None)
+
+
+def test_source_upstream_ignores_a_mirror(tmp_path, monkeypatch):
+    art = file_artifact()
+    monkeypatch.setattr(A, "plan", lambda v, arch: [art])
+    monkeypatch.setattr(A, "mirror_manifest", lambda m: pytest.fail("the mirror was asked"))
+    monkeypatch.setattr(A, "fetch", serve({art.url: b"payload"}))
+    counts = A.ensure(tmp_path, "upstream", "amd64", versions={"components": {}}, mirror="http://m",
+                      log=lambda *a: None)
+    assert counts["download"] == 1 and A.Manifest(tmp_path).entries[art.relpath]["source"] == "download"
+
+
+def test_a_complete_cache_does_not_ask_the_mirror(tmp_path, monkeypatch):
+    art = file_artifact()
+    monkeypatch.setattr(A, "plan", lambda v, arch: [art])
+    put(tmp_path, art, b"payload")
+    monkeypatch.setattr(A, "mirror_manifest", lambda m: pytest.fail("the mirror was asked"))
+    assert A.ensure(tmp_path, "auto", "amd64", versions={"components": {}}, mirror="http://m")["cached"] == 1
 
 
 # --- archives ---------------------------------------------------------------------

@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
+from tools import artifacts
 from tools import hypervisor as H
 from tools import settings as S
 
@@ -32,7 +33,7 @@ def container_choice(provider: str) -> H.Choice:
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     """Tests must not depend on the caller's overrides, nor on this host's hypervisors."""
-    for name in ("K8S_LAB_PROFILE", "K8S_LAB_PROVIDER", "K8S_LAB_SETTINGS"):
+    for name in ("K8S_LAB_PROFILE", "K8S_LAB_PROVIDER", "K8S_LAB_SETTINGS", "K8S_LAB_MIRROR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("K8S_LAB_STATE_DIR", str(tmp_path / "state"))  # no running cluster's record
     monkeypatch.setattr(S.hypervisor, "choose", container_choice)
@@ -296,6 +297,27 @@ def test_mirror_without_url(tmp_path):
     assert mirrored["artifacts"]["mirror"] == "http://cache:8080"
 
 
+def test_the_mirror_variable_wins_over_the_settings_file(tmp_path, monkeypatch):
+    unset = load_modified(tmp_path, lambda s: s["artifacts"].pop("mirror"))
+    assert unset["artifacts"] == {"source": "auto", "mirror": ""}
+    monkeypatch.setenv("K8S_LAB_MIRROR", "http://env:8000")
+    mirrored = load_modified(tmp_path, lambda s: s["artifacts"].update(source="mirror", mirror="http://file:1"))
+    assert mirrored["artifacts"] == {"source": "mirror", "mirror": "http://env:8000"}
+    monkeypatch.setenv("K8S_LAB_MIRROR", "env:8000")
+    assert "K8S_LAB_MIRROR: 'env:8000' is not an http(s) URL" in problems(tmp_path)
+
+
+def test_artifact_settings_read_only_the_artifacts(tmp_path, monkeypatch):
+    path = write(tmp_path, {**SETTINGS, "node": {"cpus": 0, "memory_mb": 1}})
+    assert S.artifact_settings(path) == {"source": "auto", "mirror": ""}, "other problems are load()'s"
+    monkeypatch.setenv("K8S_LAB_SETTINGS", str(write(tmp_path, {**SETTINGS, "artifacts": {"source": "build"}})))
+    with pytest.raises(S.SettingsError, match="artifacts.source: 'build' is not one of auto, cache, mirror, upstream"):
+        S.artifact_settings()
+    monkeypatch.setenv("K8S_LAB_MIRROR", "http://env:1")
+    path = write(tmp_path, {**SETTINGS, "artifacts": {"source": "mirror"}})
+    assert S.artifact_settings(path) == {"source": "mirror", "mirror": "http://env:1"}
+
+
 def test_schema_problems_name_the_field(tmp_path):
     def change(s):
         s["node"]["cpus"] = "two"
@@ -362,6 +384,9 @@ def test_inventory_list():
     }
     lab = inv["all"]["vars"]["lab_settings"]
     assert (lab["profile"], lab["api"]["vip"], len(lab["nodes"])) == ("ha", "192.168.56.10", 5)
+    # The nodes' artifact plan, from its one producer, for the settings' source, mirror and architecture.
+    assert inv["all"]["vars"]["lab_artifacts"] == artifacts.node_plan(
+        artifacts.load_versions(), [lab["arch"]], lab["artifacts"]["source"], lab["artifacts"]["mirror"])
 
 
 def test_inventory_host():
