@@ -220,7 +220,9 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
     source = canonical_source(source, NODE_SOURCES)
     mirror = check_mirror(source, mirror)
     cache_dir = Path(cache or default_cache()).expanduser().absolute()
-    result: dict = {"source": source, "mirror": mirror, "cache_dir": str(cache_dir), "arches": {}}
+    # arch_names: the machine names a node may report (Ansible's ansible_facts.architecture) -> the plan's arches.
+    result: dict = {"source": source, "mirror": mirror, "cache_dir": str(cache_dir), "arch_names": dict(ARCHES),
+                    "arches": {}}
     for arch in arches:
         if arch not in ("amd64", "arm64"):
             raise ArtifactError(f"unsupported architecture {arch!r}: use amd64 or arm64")

@@ -28,6 +28,7 @@ import jsonschema
 import yaml
 
 from tools import hypervisor
+from tools.artifacts import ARCHES
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_FILE = ROOT / "settings.yml"
@@ -41,7 +42,6 @@ CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "encryption-key", REC
 
 PROVIDERS = ("auto", "virtualbox", "libvirt", "docker")
 VM_PROVIDERS = ("virtualbox", "libvirt")
-ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 COMPONENTS = ("kubernetes", "etcd", "containerd", "runc", "cni_plugins", "crictl", "coredns")
 IMAGES = ("pause", "coredns", "echo")
 MIN_MEMORY_MB = 1536
