@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -12,7 +13,9 @@ from pathlib import Path
 
 from labs import __version__
 from labs.lab import Lab
-from labs.registry import LabError, Result, load_checks
+from labs.nodes import published_settings
+from labs.paths import DEFAULT_INVENTORY
+from labs.registry import LabError, Result, load_checks, render_see
 from labs.restore import install_signal_handlers
 from labs.runner import run_checks
 
@@ -52,15 +55,19 @@ def cmd_list(checks) -> int:
     return 0
 
 
-def cmd_show(checks, ident: str) -> int:
+def cmd_show(checks, ident: str, inventory: Path | None = None) -> int:
     chk = checks[ident]
+    try:  # the commands are shown with this cluster's addresses, ports and paths
+        settings = published_settings(inventory or Path(os.environ.get("K8S_LAB_INVENTORY") or DEFAULT_INVENTORY))
+    except LabError:
+        settings = {}
     print(f"{chk.id}: {chk.title}\n")
     print(f"Claim: {chk.claim}")
     print(f"Course texts: {', '.join(chk.texts)} (quoted in docs/labs/{chk.id}.md)")
     print(f"Kind: {'disruptive (stops something, then restores it)' if chk.disruptive else 'observation only'}\n")
     print("See it yourself:")
     for line in chk.see:
-        print(f"  $ {line}")
+        print(f"  $ {render_see(line, settings)}")
     print(f"\nWhat the check does: {chk.does}")
     page = Path(__file__).resolve().parent.parent / "docs/labs" / f"{chk.id}.md"
     if page.exists():

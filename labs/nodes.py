@@ -19,6 +19,29 @@ from labs.registry import CheckFailed, Evidence, LabError
 from labs.restore import RESTORER
 
 
+def read_inventory(inventory: Path) -> dict:
+    """`ansible-inventory --list` of an inventory: groups, and each host's variables under _meta.hostvars."""
+    env = dict(os.environ)
+    env.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+    try:
+        out = subprocess.run(["ansible-inventory", "-i", str(inventory), "--list"],
+                             capture_output=True, text=True, timeout=60, check=False, env=env)
+    except FileNotFoundError as exc:
+        raise LabError("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) "
+                       "and use .venv/bin/lab.") from exc
+    if out.returncode != 0:
+        raise LabError(f"cannot read the inventory {inventory}: {out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout)
+
+
+def published_settings(inventory: Path) -> dict:
+    """The resolved lab settings an inventory hands to the playbooks (``lab_settings``); {} when it has none."""
+    for hostvars in read_inventory(inventory).get("_meta", {}).get("hostvars", {}).values():
+        if isinstance(hostvars.get("lab_settings"), dict):
+            return hostvars["lab_settings"]
+    return {}
+
+
 class NodeAccess:
     """The machines of the inventory, as Lab reaches them (Lab sets the attributes below in its __init__)."""
 
@@ -32,15 +55,7 @@ class NodeAccess:
     @property
     def groups(self) -> dict[str, list[str]]:
         if self._groups is None:
-            try:
-                out = subprocess.run(["ansible-inventory", "-i", str(self.inventory), "--list"],
-                                     capture_output=True, text=True, timeout=60, check=False, env=self._ansible_env())
-            except FileNotFoundError as exc:
-                raise LabError("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) "
-                               "and use .venv/bin/lab.") from exc
-            if out.returncode != 0:
-                raise LabError(f"cannot read the inventory {self.inventory}: {out.stderr.strip()[-500:]}")
-            data = json.loads(out.stdout)
+            data = read_inventory(self.inventory)
             self._groups = {g: v.get("hosts", []) for g, v in data.items() if isinstance(v, dict)}
             self._groups["k8s_cluster"] = sorted(set(self._groups.get("control_plane", []))
                                                 | set(self._groups.get("workers", [])))
@@ -80,11 +95,6 @@ class NodeAccess:
     @property
     def nodes(self) -> list[str]:
         return self.groups["k8s_cluster"]
-
-    def _ansible_env(self) -> dict:
-        env = dict(os.environ)
-        env.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
-        return env
 
     def host(self, name: str):
         """A testinfra host for an inventory machine (SSH, as the playbooks reach it)."""

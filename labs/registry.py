@@ -11,8 +11,10 @@ A check module stays about its claim:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 
 class LabError(Exception):
@@ -44,6 +46,29 @@ class Check:
 
 
 REGISTRY: dict[str, Check] = {}
+
+# In a check's "see it yourself" commands, @name@ stands for a value of the cluster the command is shown for, read
+# from the lab settings the inventory publishes: @api@ the API address (host:port), @ip.<node>@ a node's address,
+# @ports.<name>@ and @paths.<name>@ the settings' ports and paths on the nodes.
+PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)?)@")
+
+
+def render_see(line: str, settings: dict) -> str:
+    """A "see it yourself" command with its @placeholders@ filled from ``settings`` (lab_settings); a value the
+    settings lack stays visible as <name>."""
+    values: dict = {"ip": {n["name"]: n["ip"] for n in settings.get("nodes", [])},
+                    "ports": settings.get("ports", {}), "paths": settings.get("paths", {})}
+    endpoint = settings.get("api", {}).get("endpoint")
+    if endpoint:
+        values["api"] = urlsplit(endpoint).netloc
+
+    def fill(match: re.Match) -> str:
+        value: object = values
+        for part in match.group(1).split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return str(value) if isinstance(value, str | int) else f"<{match.group(1)}>"
+
+    return PLACEHOLDER.sub(fill, line)
 
 
 def check(id: str, title: str, *, claim: str, texts: list[str], see: list[str], does: str,

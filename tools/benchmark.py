@@ -7,7 +7,7 @@ Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--no-checks] 
        python3 -m tools.benchmark --checks-only [--repeat N]   # only `lab check`, on the cluster that is up
 
 Every check that does not pass is printed with its verdict and message, and every `lab check` report is kept in
-benchmark/ in the lab's state folder (.lab unless K8S_LAB_STATE_DIR says otherwise).
+benchmark/ in the lab's state folder (tools.settings.state_dir()).
 
 Destroys any running lab first (make down) and, unless --keep, at the end.
 """

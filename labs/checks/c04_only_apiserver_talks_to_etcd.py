@@ -14,10 +14,10 @@ LAB_ADMIN = "lab-admin-"  # the scopes the lab runs its own etcdctl reads in (La
     "C04", "Only the API server talks to etcd; everything else talks to the API server",
     claim="Everything goes through the API server, and only the API server talks to etcd.",
     texts=["000", "001", "004"],
-    see=["ssh cp1 ss -tnp state established '( dport = :2379 )'   # the clients of etcd: kube-apiserver only",
+    see=["ssh cp1 ss -tnp state established '( dport = :@ports.etcd_client@ )'   # etcd's clients: kube-apiserver only",
          "ssh cp1 systemctl show -P MainPID kube-apiserver         # the PID ss shows for them",
          "ssh w1 ss -tnp state established                         # kubelet, kube-proxy -> the API address",
-         "ssh cp1 curl --cacert /etc/etcd/pki/ca.crt https://192.168.56.11:2379/health   # refused",
+         "ssh cp1 curl --cacert @paths.etcd_pki_dir@/ca.crt https://@ip.cp1@:@ports.etcd_client@/health   # refused",
          "ssh cp1 journalctl -u etcd | grep 'rejected connection'"],
     does="On every node, takes the established TCP connections with the processes holding them, every process's "
          "executable and cgroup, and the main PID of each component's unit. A connection to etcd's client port "

@@ -33,7 +33,7 @@ def refusal(call) -> tuple[int, str]:
           "does not decide placement.",
     texts=["000", "001"],
     see=["kubectl run Bad_Name --image=x                     # 422 Invalid",
-         "curl --cacert ca.crt https://192.168.56.10:8443/api/v1/pods   # no credentials: 401",
+         "curl --cacert ca.crt https://@api@/api/v1/pods   # no credentials: 401",
          "kubectl create sa nobody; kubectl create token nobody  # then: kubectl --token=... get pods -> Forbidden",
          "kubectl get pods -w -o wide   # a new pod: NODE <none> first, then the scheduler's choice",
          "kubectl get events --field-selector reason=Scheduled"],

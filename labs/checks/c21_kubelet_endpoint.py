@@ -13,7 +13,7 @@ EXEC_SECONDS = 15  # how long the exec keeps its stream (and the API server's co
     claim="The control plane reaches a node through the kubelet's own HTTPS endpoint, which requires authentication.",
     texts=["004"],
     see=["kubectl logs <pod>; kubectl exec <pod> -- cat /etc/hostname",
-         "ssh cp1 curl -sk https://192.168.56.21:10250/pods          # Unauthorized",
+         "ssh cp1 curl -sk https://@ip.w1@:10250/pods          # Unauthorized",
          "kubectl exec <pod on w1> -- sleep 30 &  ssh w1 ss -tnp state established '( sport = :10250 )'"],
     does="Reads a pod's logs and runs a command in it through the API server. Calls the kubelet's port on every "
          "node, control plane included, without credentials (401) and with the API server's kubelet-client "

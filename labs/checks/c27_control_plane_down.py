@@ -18,7 +18,7 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
     texts=["004"],
     see=["ssh cp1 systemctl stop kube-scheduler kube-controller-manager kube-apiserver etcd",
          "kubectl get nodes   # no answer", "curl http://<pod-ip>:8080/   # from a worker: answers",
-         "ssh w1 journalctl -u kubelet --since -1min | grep 192.168.56.11:6443"],
+         "ssh w1 journalctl -u kubelet --since -1min | grep @api@"],
     does="Runs a pod, stops every control-plane unit on every control-plane node, sees the API not answer and the "
          "pod answer from a worker; then waits (at most twice the kubelet's node status update interval, plus "
          "10 s) for lines in that worker's kubelet journal, written after the stop, that name the API server "

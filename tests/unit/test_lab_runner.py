@@ -141,3 +141,15 @@ def test_restorer_forgets_an_action_the_check_carried_out_itself():
     restorer.discard("start kubelet")
     restorer.run_all()
     assert done == ["ns"]
+
+
+def test_see_commands_are_shown_with_the_clusters_values():
+    from labs.registry import render_see
+
+    settings = {"nodes": [{"name": "cp1", "ip": "192.168.56.11"}], "ports": {"etcd_client": 2379},
+                "paths": {"etcd_pki_dir": "/etc/etcd/pki"}, "api": {"endpoint": "https://192.168.56.11:7443"}}
+    line = "curl --cacert @paths.etcd_pki_dir@/ca.crt https://@ip.cp1@:@ports.etcd_client@/health; grep @api@"
+    assert render_see(line, settings) == ("curl --cacert /etc/etcd/pki/ca.crt https://192.168.56.11:2379/health; "
+                                          "grep 192.168.56.11:7443")
+    # Without settings (another inventory), the placeholders stay readable; other text is left alone.
+    assert render_see("ssh @ip.w1@ awk '{print $2}' @ user@host", {}) == "ssh <ip.w1> awk '{print $2}' @ user@host"

@@ -1,0 +1,42 @@
+"""The values the layers share are written once, by their producer (docs/architecture.md, "The contract between
+the layers"): outside tests and documentation, each literal below appears in its producer's file only. A role
+default, a template, the Makefile or a lab check that writes one of them again fails here."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# literal -> the only file (outside tests/ and docs) allowed to contain it
+PRODUCERS = {
+    "6443": "settings.yml",  # network.api_server_port
+    "8443": "settings.yml",  # network.api_lb_port
+    "2379": "settings.yml",  # network.etcd_client_port
+    "2380": "settings.yml",  # network.etcd_peer_port
+    "/etc/kubernetes/pki": "tools/settings.py",  # NODE_PATHS
+    "/etc/etcd/pki": "tools/settings.py",
+    "/run/containerd/containerd.sock": "tools/settings.py",
+    "/opt/cni/bin": "tools/settings.py",
+    "/etc/cni/net.d": "tools/settings.py",
+    ".lab": "tools/settings.py",  # STATE_DIR
+}
+
+
+def shipped_files() -> list[str]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [f for f in out.splitlines()
+            if not f.startswith(("tests/", "docs/", ".")) and "/molecule/" not in f and not f.endswith(".md")
+            and (ROOT / f).is_file()]
+
+
+@pytest.mark.parametrize("literal", sorted(PRODUCERS))
+def test_shared_literal_has_one_producer(literal):
+    pattern = re.compile(rf"(?<![\w.]){re.escape(literal)}(?![\w])" if literal[0].isdigit() or literal == ".lab"
+                         else re.escape(literal))
+    found = sorted(f for f in shipped_files()
+                   if pattern.search((ROOT / f).read_text(errors="replace")))
+    assert found == [PRODUCERS[literal]], f"{literal!r} written in {found}; only {PRODUCERS[literal]} may"
