@@ -4,8 +4,6 @@ SHELL := /bin/bash
 
 VENV        ?= $(CURDIR)/.venv
 PY          := $(VENV)/bin/python
-# The artifact cache: tools/artifacts.py default_cache()'s rule (K8S_LAB_CACHE, else XDG_CACHE_HOME, else ~/.cache).
-export K8S_LAB_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/k8s-arch-lab
 export PATH := $(VENV)/bin:/usr/local/go/bin:$(PATH)
 # Where `make artifacts` takes what the cache lacks: auto | cache | mirror | upstream | build (README, Offline artifacts).
 SOURCE      ?= auto
@@ -24,7 +22,7 @@ help: ## list the targets
 deps: ## install host packages, .venv and Go when missing, start Docker; PROVIDER=libvirt adds libvirt (idempotent)
 	@tools/deps.sh
 
-artifacts: deps ## fill the artifact cache ($(K8S_LAB_CACHE)); SOURCE=auto|cache|mirror|upstream|build, K8S_LAB_MIRROR
+artifacts: deps ## fill the artifact cache (python3 -m tools.locations cache); SOURCE=auto|cache|mirror|upstream|build
 	@$(PY) -m tools.artifacts --source $(SOURCE)
 
 node-image: deps ## build the node container image (only when its inputs changed)

@@ -53,6 +53,8 @@ from pathlib import Path
 
 import yaml
 
+from tools.locations import default_cache
+
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS_FILE = ROOT / "versions.yml"
 MANIFEST = "manifest.json"
@@ -68,14 +70,6 @@ ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm
 
 class ArtifactError(Exception):
     """A problem the user has to act on; printed without a traceback."""
-
-
-def default_cache() -> Path:
-    env = os.environ.get("K8S_LAB_CACHE")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "k8s-arch-lab"
 
 
 def host_arch() -> str:
@@ -786,8 +780,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="auto, cache, mirror, upstream or build (fill's default: auto; plan's: "
                                          "settings.yml artifacts.source, and build is not for the nodes)")
     parser.add_argument("--cache", type=Path, default=default_cache(),
-                        help="the artifact cache (default: $K8S_LAB_CACHE, else $XDG_CACHE_HOME/k8s-arch-lab, "
-                             "else ~/.cache/k8s-arch-lab)")
+                        help=f"the artifact cache (default: {default_cache()}; tools/locations.py)")
     parser.add_argument("--arch", action="append", help="amd64 or arm64, repeatable (default: this host's)")
     parser.add_argument("--only", nargs="*", help="fill: artifact ids to ensure (default: all)")
     parser.add_argument("--mirror", help="base URL of a mirror laid out like the cache, checked against its "

@@ -15,7 +15,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${K8S_LAB_VENV:-$root/.venv}
-cache=${K8S_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-arch-lab}
 python=${PYTHON:-python3}
 
 packages=(python3 python3-venv docker.io vagrant debootstrap busybox-static gcc libc6-dev libseccomp-dev pkg-config
@@ -88,7 +87,7 @@ for candidate in "$(readlink -f "$venv/bin/go" 2>/dev/null)" "$(PATH=${PATH//$ve
 done
 if [ -z "$go_bin" ]; then
     version=$(go_pin 'g["version"]')
-    dest="$cache/go/go$version-$arch"
+    dest="$(cd "$root" && "$python" -m tools.locations cache)/go/go$version-$arch"
     if ! { [ -x "$dest/bin/go" ] && go_ok "$dest/bin/go"; }; then
         url=$(go_pin "g['url'].format(version=g['version'], arch='$arch')")
         proxy=${GOPROXY:-}; proxy=${proxy%%[,|]*}

@@ -29,13 +29,12 @@ import yaml
 
 from tools import hypervisor
 from tools.artifacts import ARCHES
+from tools.locations import state_dir  # noqa: F401 - the lab's state folder, part of what settings resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_FILE = ROOT / "settings.yml"
 VERSIONS_FILE = ROOT / "versions.yml"
 SCHEMA_FILE = Path(__file__).with_name("settings.schema.json")
-STATE_DIR = ROOT / ".lab"  # the lab's state folder (certificates, kubeconfigs, keys); $K8S_LAB_STATE_DIR overrides
-STATE_ENV = "K8S_LAB_STATE_DIR"
 RECORD = "cluster.json"  # in the state dir: the profile and provider of the cluster that is up
 # What a cluster leaves in the state folder (removed by `make down`; the SSH key and benchmark reports stay).
 CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "encryption-key", RECORD)
@@ -346,11 +345,6 @@ def _choose(argument: str | None, env: str, recorded: str | None, from_file) -> 
     if recorded:
         return recorded, f" (the running cluster's, in {RECORD})"
     return from_file, ""
-
-
-def state_dir() -> Path:
-    """The lab's state folder: $K8S_LAB_STATE_DIR, else .lab in the checkout."""
-    return Path(os.environ.get(STATE_ENV) or STATE_DIR).expanduser().absolute()
 
 
 def recorded() -> dict:

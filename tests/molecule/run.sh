@@ -9,14 +9,14 @@
 # run stops at the first failure and ends with each scenario's result and
 # duration. Interrupted, it destroys the scenario that was running. Needs
 # Docker, the node image (make node-image) and the artifact cache (make
-# artifacts; K8S_LAB_CACHE, default ~/.cache/k8s-arch-lab).
+# artifacts; K8S_LAB_CACHE, default: python3 -m tools.locations cache).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 venv=${VENV:-$root/.venv}
 export PATH="$venv/bin:$PATH"
 export ANSIBLE_ROLES_PATH="$root/roles"
-export K8S_LAB_CACHE=${K8S_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-arch-lab}
+export K8S_LAB_CACHE=${K8S_LAB_CACHE:-$(cd "$root" && python3 -m tools.locations cache)}
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 command -v molecule >/dev/null || die "molecule is not installed in $venv (run \`make deps\`)"

@@ -22,7 +22,8 @@ PRODUCERS = {
     "/run/containerd/containerd.sock": "tools/settings.py",
     "/opt/cni/bin": "tools/settings.py",
     "/etc/cni/net.d": "tools/settings.py",
-    ".lab": "tools/settings.py",  # STATE_DIR
+    ".cache/k8s-arch-lab": "tools/locations.py",  # the artifact cache's default place
+    ".lab": "tools/locations.py",  # STATE_DIR
 }
 
 

@@ -16,14 +16,14 @@
 #
 # Environment:
 #   K8S_LAB_BOX            box name (default k8s-arch-lab/debian12)
-#   K8S_LAB_CACHE          cache folder (default ~/.cache/k8s-arch-lab)
+#   K8S_LAB_CACHE          the artifact cache (tools/locations.py says where by default)
 #   K8S_LAB_DEBIAN_MIRROR  Debian mirror (default: the one this host's apt uses)
 #   K8S_LAB_BOX_DISK_GB    virtual disk size (default 20)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 name=${K8S_LAB_BOX:-k8s-arch-lab/debian12}
-cache=${K8S_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-arch-lab}
+cache=$(cd "$here/../.." && python3 -m tools.locations cache)
 disk_gb=${K8S_LAB_BOX_DISK_GB:-20}
 suite=bookworm
 packages_file="$here/../node-packages.txt"

@@ -8,13 +8,13 @@
 #
 # Environment:
 #   K8S_LAB_NODE_IMAGE     image repository (default k8s-arch-lab/node)
-#   K8S_LAB_CACHE          cache folder (default ~/.cache/k8s-arch-lab)
+#   K8S_LAB_CACHE          the artifact cache (tools/locations.py says where by default)
 #   K8S_LAB_DEBIAN_MIRROR  Debian mirror (default: the one this host's apt uses)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 image=${K8S_LAB_NODE_IMAGE:-k8s-arch-lab/node}
-cache=${K8S_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-arch-lab}
+cache=$(cd "$here/../.." && python3 -m tools.locations cache)
 suite=bookworm
 
 die() { echo "node-image: error: $*" >&2; exit 1; }
