@@ -219,6 +219,11 @@ def edited(lab: Lab, nodes: list[str], path: str, edit, unit: str):
         lab.wait_healthy(timeout=240)
 
 
+def no_taint_eviction(unit: str) -> str:
+    """kube-controller-manager's unit: every controller but the one that evicts pods from NoExecute-tainted nodes."""
+    return unit.replace("--leader-elect=true", "--leader-elect=true --controllers=*,-taint-eviction-controller", 1)
+
+
 def yaml_edit(change):
     """An ``edit`` for ``edited`` that changes the parsed YAML document in place."""
     def edit(text: str) -> str:
@@ -472,12 +477,19 @@ def falsifiers(lab: Lab) -> dict[str, tuple]:
                 r"the API still answers writes"),
         "C28": ("C28", lambda: stopped(lab, [n for n in lab.control_plane if n != vip_holder(lab)], "kube-apiserver"),
                 r"waiting for a write through \S+ with \S+ down"),
+        # the controller manager runs without its taint-eviction controller: a lost node keeps its pods
+        "C29": ("C29", lambda: edited(lab, lab.control_plane, "/etc/systemd/system/kube-controller-manager.service",
+                                      no_taint_eviction, "kube-controller-manager"),
+                rf"waiting for the pods on {last_worker} to be evicted"),
+        # kube-proxy not running on one worker: its address does not answer on a new Service's node port
+        "C30": ("C30", lambda: stopped(lab, [last_worker], "kube-proxy"),
+                rf"waiting for \d+ answers from http://\S+ \({last_worker}\) on this host"),
     }
 
 
 CASES = ["C01", "C02", "C03", "C04", "C04-member", "C05", "C06", "C07", "C07-scheduler", "C08", "C09", "C10",
          "C11", "C11-cordon", "C12", "C13", "C14", "C15", "C16", "C17", "C18", "C19", "C20", "C21", "C22", "C23",
-         "C24", "C25", "C26", "C27", "C28"]
+         "C24", "C25", "C26", "C27", "C28", "C29", "C30"]
 
 
 def test_every_check_has_a_falsification_case():

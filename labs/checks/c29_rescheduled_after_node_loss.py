@@ -1,0 +1,99 @@
+from labs.kube import echo_env, pod_manifest, test_image, wait_ready_pods
+from labs.lab import Lab
+from labs.registry import CheckSkipped, Evidence, check
+from labs.restore import RESTORER
+from labs.timing import wait_for
+
+TOLERATION = 10  # seconds the check's pods tolerate an unreachable or not-ready node before they are evicted
+REPLICAS = 2
+NOEXECUTE = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+
+
+def ready(lab: Lab, name: str) -> str:
+    return {c.type: c.status for c in lab.core.read_node(name).status.conditions}["Ready"]
+
+
+def pods(lab: Lab, ns: str) -> list:
+    return lab.core.list_namespaced_pod(ns, label_selector="app=web").items
+
+
+def cordon(lab: Lab, nodes: list[str], on: bool) -> None:
+    for node in nodes:
+        lab.core.patch_node(node, {"spec": {"unschedulable": on}})
+
+
+@check(
+    "C29", "When a node is lost, its workload is started again on other nodes",
+    claim="When a node becomes unavailable, the control plane moves its workload to other nodes.",
+    texts=["004"],
+    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=2",
+         "kubectl get pods -o wide   # note the node they run on, say w2",
+         "ssh w2 systemctl stop kubelet",
+         "kubectl get nodes -w   # w2: NotReady after the grace period; kubectl describe node w2 | grep Taints",
+         "kubectl get pods -o wide -w   # after the pods' toleration (300 s by default): Terminating on w2, "
+         "new ones on w1",
+         "ssh w2 systemctl start kubelet   # w2 Ready again; the old pods disappear"],
+    does=f"Runs a Deployment of {REPLICAS} replicas, all on one worker (the other workers are cordoned while it "
+         f"starts), whose pods tolerate an unreachable or not-ready node for {TOLERATION} s (instead of the default "
+         "300 s). Stops that worker's kubelet: within the controller manager's --node-monitor-grace-period the node "
+         "is no longer Ready and carries the NoExecute taint; within the toleration the pods are evicted (marked for "
+         "deletion) and the Deployment's replacements run on other nodes. Starts the kubelet: the node is Ready "
+         "again and the evicted pods are gone.",
+    disruptive=True,
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    if len(lab.workers) < 2:
+        raise CheckSkipped("needs two workers: one lost, one to take its workload (settings.yml: the profile's "
+                           "number of workers)")
+    worker, others = lab.workers[-1], lab.workers[:-1]
+    grace = lab.node_monitor_grace()
+    with lab.namespace("C29") as ns:
+        RESTORER.push(f"uncordon {', '.join(others)}", lambda: cordon(lab, others, False))
+        cordon(lab, others, True)
+        spec = pod_manifest("web", test_image(), container={"env": echo_env(), "ports": [{"containerPort": 8080}]},
+                            tolerations=[{"key": key, "operator": "Exists", "effect": "NoExecute",
+                                          "tolerationSeconds": TOLERATION} for key in NOEXECUTE])["spec"]
+        lab.apps.create_namespaced_deployment(ns, {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": REPLICAS, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": spec}}})
+        first = wait_ready_pods(lab, ns, "web", REPLICAS)
+        cordon(lab, others, False)
+        RESTORER.discard(f"uncordon {', '.join(others)}")
+        placed = {p.metadata.name: p.spec.node_name for p in first}
+        ev.expect(set(placed.values()) == {worker}, f"{REPLICAS} replicas on {worker}: {', '.join(placed)}",
+                  f"the replicas did not all start on {worker}: {placed}")
+
+        lab.stop_units([worker], ["kubelet"], ev)
+        status = wait_for(lambda: (s := ready(lab, worker)) != "True" and s, grace + 20,
+                          f"{worker} to be marked not Ready", 1)
+        taints = wait_for(lambda: [t.key for t in lab.core.read_node(worker).spec.taints or []
+                                   if t.key in NOEXECUTE and t.effect == "NoExecute"], 30,
+                          f"a NoExecute taint on {worker}", 1)
+        ev.expect(True, f"{worker} lost: Ready={status}, tainted {', '.join(taints)}:NoExecute")
+
+        def evicted() -> list | None:
+            gone = [p for p in pods(lab, ns) if p.metadata.name in placed and p.metadata.deletion_timestamp]
+            return gone if len(gone) == len(placed) else None
+
+        gone = wait_for(evicted, TOLERATION + 30, f"the pods on {worker} to be evicted after their {TOLERATION} s "
+                        "toleration", 1)
+        ev.expect(True, f"after the {TOLERATION} s toleration: {', '.join(p.metadata.name for p in gone)} marked "
+                  "for deletion (evicted by the control plane)")
+
+        def replaced() -> list | None:
+            new = [p for p in pods(lab, ns) if p.metadata.name not in placed and not p.metadata.deletion_timestamp
+                   and p.status.phase == "Running" and all(s.ready for s in p.status.container_statuses or [])]
+            return new if len(new) == REPLICAS else None
+
+        new = wait_for(replaced, 90, f"{REPLICAS} replacement pods running on other nodes", 1)
+        ev.expect(all(p.spec.node_name != worker for p in new),
+                  f"replacements running: {', '.join(f'{p.metadata.name}@{p.spec.node_name}' for p in new)}",
+                  f"a replacement runs on the lost node: {[(p.metadata.name, p.spec.node_name) for p in new]}")
+
+        lab.start_units([worker], ["kubelet"], ev)
+        wait_for(lambda: ready(lab, worker) == "True", 90, f"{worker} Ready again", 1)
+        left = wait_for(lambda: not any(p.metadata.name in placed for p in pods(lab, ns)) or None, 90,
+                        f"the evicted pods to disappear once {worker} is back", 1)
+        ev.expect(bool(left), f"kubelet started: {worker} Ready again, the evicted pods are gone; the Deployment "
+                  f"runs {REPLICAS} replicas elsewhere")

@@ -1,0 +1,80 @@
+import re
+import urllib.request
+from collections import Counter
+
+from labs.kube import (
+    node_ips,
+    pod_exec,
+    pod_manifest,
+    proxy_config,
+    proxy_sync_period,
+    run_deployment,
+    run_pod,
+    test_image,
+)
+from labs.lab import Lab
+from labs.registry import Evidence, check
+from labs.timing import wait_for
+
+REQUESTS = 8  # per node address
+ANSWER = re.compile(r"pod=(\S+) node=(\S+)")
+
+
+# Straight to the node, never through a proxy the environment may name (http_proxy): the node network is local.
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def ask(url: str) -> str:
+    """One HTTP GET from this host (the control host, outside the cluster); the answer, or '' when none came."""
+    try:
+        with DIRECT.open(url, timeout=2) as resp:
+            return resp.read(200).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@check(
+    "C30", "kube-proxy makes pods reachable from inside and from outside the cluster",
+    claim="kube-proxy makes pods reachable over the network from inside and from outside the cluster.",
+    texts=["001", "004"],
+    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=2 --port=8080",
+         "kubectl expose deployment web --type=NodePort --port=80 --target-port=8080; kubectl get service web",
+         "curl http://@ip.cp1@:<NODE-PORT>/; curl http://@ip.w1@:<NODE-PORT>/   # from this machine: any node",
+         "ssh w1 iptables-save | grep <NODE-PORT>   # kube-proxy's rules for the node port",
+         "kubectl run c --image=localhost/k8s-arch-lab/echo:1.1.0; kubectl exec c -- echo-server get http://web/"],
+    does=f"Runs a Deployment of the echo server and a NodePort Service in front of it. From the control host — "
+         f"outside the cluster, on the lab's node network — sends {REQUESTS} requests to the node port on every "
+         "node's address (control-plane nodes included: kube-proxy runs on each), waiting at most kube-proxy's "
+         "sync period for the rules: every address answers, and every answer comes from one of the Service's "
+         "backend pods. From a pod, the same Service answers at its ClusterIP.",
+)
+def run(lab: Lab, ev: Evidence) -> None:
+    with lab.namespace("C30") as ns:
+        backends = run_deployment(lab, ns, "web", len(lab.workers), spread=True)
+        names = {p.metadata.name for p in backends}
+        ev.add("backends: " + ", ".join(f"{p.metadata.name}@{p.spec.node_name}" for p in backends))
+        svc = lab.core.create_namespaced_service(ns, {"metadata": {"name": "web"}, "spec": {
+            "type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}})
+        port, cluster_ip = svc.spec.ports[0].node_port, svc.spec.cluster_ip
+        ev.add(f"Service web: NodePort {port}, ClusterIP {cluster_ip}")
+        sync = proxy_sync_period(proxy_config(lab, lab.nodes[0]))
+        ips = node_ips(lab)
+
+        def from_outside(node: str) -> Counter | None:
+            got = Counter(ANSWER.findall(" ".join(ask(f"http://{ips[node]}:{port}/") for _ in range(REQUESTS))))
+            return got if sum(got.values()) == REQUESTS else None
+
+        for node in lab.nodes:
+            got = wait_for(lambda n=node: from_outside(n), sync,
+                           f"{REQUESTS} answers from http://{ips[node]}:{port}/ ({node}) on this host")
+            strangers = sorted({pod for pod, _ in got} - names)
+            ev.expect(not strangers, f"this host -> {node} http://{ips[node]}:{port}/ x{REQUESTS}: answered by "
+                      + ", ".join(f"{pod}@{where} x{n}" for (pod, where), n in got.most_common()),
+                      f"this host -> {node}:{port}: answers from pods that are not the Service's backends: "
+                      f"{strangers}")
+        run_pod(lab, ns, pod_manifest("client", test_image()))
+        out = pod_exec(lab, ns, "client", ["echo-server", "get", f"http://{cluster_ip}/", "2"])
+        inside = ANSWER.findall(out)
+        ev.expect(bool(inside) and inside[0][0] in names,
+                  f"pod client -> ClusterIP {cluster_ip}: answered by {inside[0][0] if inside else ''}",
+                  f"pod client -> ClusterIP {cluster_ip}: {out.strip()[:200]!r}")
