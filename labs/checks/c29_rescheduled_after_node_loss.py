@@ -50,7 +50,9 @@ def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C29") as ns:
         RESTORER.push(f"uncordon {', '.join(others)}", lambda: cordon(lab, others, False))
         cordon(lab, others, True)
+        # A grace period, so that an evicted pod stays Terminating while only its lost node's kubelet could end it.
         spec = pod_manifest("web", test_image(), container={"env": echo_env(), "ports": [{"containerPort": 8080}]},
+                            terminationGracePeriodSeconds=30,
                             tolerations=[{"key": key, "operator": "Exists", "effect": "NoExecute",
                                           "tolerationSeconds": TOLERATION} for key in NOEXECUTE])["spec"]
         lab.apps.create_namespaced_deployment(ns, {
@@ -73,13 +75,17 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(True, f"{worker} lost: Ready={status}, tainted {', '.join(taints)}:NoExecute")
 
         def evicted() -> list | None:
-            gone = [p for p in pods(lab, ns) if p.metadata.name in placed and p.metadata.deletion_timestamp]
-            return gone if len(gone) == len(placed) else None
+            """The pods of the lost node once each is marked for deletion (Terminating) or already gone."""
+            left = {p.metadata.name: p for p in pods(lab, ns) if p.metadata.name in placed}
+            if any(not p.metadata.deletion_timestamp for p in left.values()):
+                return None
+            return [f"{name} ({'Terminating' if name in left else 'deleted'})" for name in sorted(placed)]
 
         gone = wait_for(evicted, TOLERATION + 30, f"the pods on {worker} to be evicted after their {TOLERATION} s "
                         "toleration", 1)
-        ev.expect(True, f"after the {TOLERATION} s toleration: {', '.join(p.metadata.name for p in gone)} marked "
-                  "for deletion (evicted by the control plane)")
+        events = lab.core.list_namespaced_event(ns, field_selector="reason=TaintManagerEviction").items
+        ev.expect(True, f"after the {TOLERATION} s toleration: {', '.join(gone)}; events: "
+                  + ("; ".join(sorted({f'{e.involved_object.name}: {e.message}' for e in events})) or "none yet"))
 
         def replaced() -> list | None:
             new = [p for p in pods(lab, ns) if p.metadata.name not in placed and not p.metadata.deletion_timestamp
