@@ -18,6 +18,7 @@ from labs.paths import DEFAULT_INVENTORY
 from labs.registry import LabError, Result, load_checks, render_see
 from labs.restore import install_signal_handlers
 from labs.runner import run_checks
+from labs.timing import Timing
 
 
 def write_reports(results: list[Result], args) -> None:
@@ -75,6 +76,15 @@ def cmd_show(checks, ident: str, inventory: Path | None = None) -> int:
     return 0
 
 
+JOBS = 6  # observing checks side by side on real hardware or containers
+SLOW_JOBS = 2  # under software emulation: six at a time starve the VMs (SSH banners time out, kubelets renew late)
+
+
+def default_jobs() -> int:
+    """How many observing checks run side by side when --jobs is not given: fewer on slow machines."""
+    return JOBS if Timing.scale <= 1 else SLOW_JOBS
+
+
 def cmd_check(checks, args) -> int:
     selected = list(checks) if args.all or (args.no_disruptive and not args.ids) else args.ids
     if not selected:
@@ -87,7 +97,7 @@ def cmd_check(checks, args) -> int:
     install_signal_handlers()
     print(f"cluster {lab.server} ({version}), {len(lab.nodes)} nodes: {', '.join(lab.nodes)}\n")
     started = time.monotonic()
-    results = run_checks(lab, [checks[i] for i in selected], args.jobs, tty)
+    results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty)
     write_reports(results, args)
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
     failed = counts["failed"] + counts["error"]
@@ -112,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--kubeconfig", type=Path,
                      help="admin kubeconfig (default: $KUBECONFIG, else admin.kubeconfig in the lab's state folder)")
     run.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
-    run.add_argument("--jobs", "-j", type=int, default=6, metavar="N",
-                     help="observing checks run N at a time (default 6); disruptive ones always one by one")
+    run.add_argument("--jobs", "-j", type=int, metavar="N",
+                     help=f"observing checks run N at a time (default {JOBS}, {SLOW_JOBS} on machines slower than real "
+                          "hardware: timeout_scale); disruptive ones always one by one")
     run.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report")

@@ -153,3 +153,13 @@ def test_see_commands_are_shown_with_the_clusters_values():
                                           "grep 192.168.56.11:7443")
     # Without settings (another inventory), the placeholders stay readable; other text is left alone.
     assert render_see("ssh @ip.w1@ awk '{print $2}' @ user@host", {}) == "ssh <ip.w1> awk '{print $2}' @ user@host"
+
+
+def test_fewer_observing_checks_side_by_side_on_slow_machines(monkeypatch):
+    from labs import cli
+    from labs.timing import Timing
+
+    monkeypatch.setattr(Timing, "scale", 1.0)
+    assert cli.default_jobs() == cli.JOBS
+    monkeypatch.setattr(Timing, "scale", 8.0)  # VMs under software emulation
+    assert cli.default_jobs() == cli.SLOW_JOBS < cli.JOBS
