@@ -4,6 +4,7 @@ events, a node's connections and containers, kube-proxy's configuration and rule
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
 
 from labs.nodefacts import Conn, parse_ss, rules_mentioning
@@ -57,6 +58,10 @@ def test_image() -> str:
 POD_START_TIMEOUT = 120  # seconds: the image is already on every node, so this is scheduling + sandbox + start
 
 
+# What the test image answers over HTTP (echo_env gives it the names): "pod=<POD_NAME> node=<NODE_NAME>".
+ECHO_ANSWER = re.compile(r"pod=(\S+) node=(\S+)")
+
+
 def echo_env() -> list[dict]:
     """The test image's environment: it answers "pod=<POD_NAME> node=<NODE_NAME>"."""
     return [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -67,6 +72,16 @@ def node_ips(lab: Lab) -> dict[str, str]:
     """Node name -> InternalIP, as the Node objects report them."""
     return {n.metadata.name: next(a.address for a in n.status.addresses if a.type == "InternalIP")
             for n in lab.core.list_node().items}
+
+
+def node_ready(lab: Lab, name: str) -> str:
+    """The status of a node's Ready condition: True, False or Unknown."""
+    return {c.type: c.status for c in lab.core.read_node(name).status.conditions}["Ready"]
+
+
+def cordon(lab: Lab, node: str, on: bool) -> None:
+    """Mark a node unschedulable (on) or schedulable again, as `kubectl cordon`/`uncordon` do."""
+    lab.core.patch_node(node, {"spec": {"unschedulable": on}})
 
 
 def wait_running(lab: Lab, ns: str, name: str, timeout: float = POD_START_TIMEOUT):
@@ -86,13 +101,14 @@ def run_pod(lab: Lab, ns: str, manifest: dict, timeout: float = POD_START_TIMEOU
 
 
 def run_deployment(lab: Lab, ns: str, name: str, replicas: int, spread: bool = False,
-                   timeout: float = POD_START_TIMEOUT) -> list:
+                   timeout: float = POD_START_TIMEOUT, **pod_spec) -> list:
     """A Deployment of the test image (answering on 8080); its pods once all are ready.
-    ``spread``: at most one replica more on one schedulable node than on another."""
+    ``spread``: at most one replica more on one schedulable node than on another; ``pod_spec``: further fields of
+    the pods' spec (tolerations, a grace period, ...)."""
     spec = pod_manifest(name, test_image(), container={"env": echo_env(), "ports": [{"containerPort": 8080}],
                                                        "readinessProbe": {"httpGet": {"path": "/healthz",
                                                                                       "port": 8080},
-                                                                          "periodSeconds": 2}})["spec"]
+                                                                          "periodSeconds": 2}}, **pod_spec)["spec"]
     if spread:
         spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
                                               "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor",

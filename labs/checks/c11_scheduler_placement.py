@@ -1,4 +1,4 @@
-from labs.kube import pod_manifest, run_deployment, test_image, wait_ready_pods
+from labs.kube import cordon, pod_manifest, run_deployment, test_image, wait_ready_pods
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.restore import RESTORER
@@ -10,10 +10,6 @@ def cores(quantity: str) -> float:
 
 
 TAINT = {"key": "k8s-arch-lab/c11", "value": "closed", "effect": "NoSchedule"}
-
-
-def cordon(lab: Lab, node: str, on: bool) -> None:
-    lab.core.patch_node(node, {"spec": {"unschedulable": on}})
 
 
 def taint(lab: Lab, node: str, on: bool) -> None:

@@ -1,13 +1,9 @@
+from labs.kube import node_ready
 from labs.lab import Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
-
-
-def condition(lab: Lab, name: str) -> str:
-    node = lab.core.read_node(name)
-    return {c.type: c.status for c in node.status.conditions}["Ready"]
 
 
 @check(
@@ -25,14 +21,14 @@ def run(lab: Lab, ev: Evidence) -> None:
     worker = lab.workers[-1]
     grace = lab.node_monitor_grace()
     ev.add(f"kube-controller-manager --node-monitor-grace-period: {grace:.0f}s")
-    ev.expect(condition(lab, worker) == "True", f"{worker} is Ready")
+    ev.expect(node_ready(lab, worker) == "True", f"{worker} is Ready")
     lab.stop_units([worker], ["kubelet"], ev)
-    status = wait_for(lambda: (s := condition(lab, worker)) != "True" and s, grace + 20,
+    status = wait_for(lambda: (s := node_ready(lab, worker)) != "True" and s, grace + 20,
                       f"{worker} to be marked not Ready", 1)
     ev.expect(status in ("Unknown", "False"), f"{worker} Ready={status} within the grace period")
     taints = wait_for(lambda: [t.key for t in lab.core.read_node(worker).spec.taints or [] if t.key == UNREACHABLE],
                       30, "the unreachable taint", 1)
     ev.expect(bool(taints), f"{worker} tainted {UNREACHABLE}")
     lab.start_units([worker], ["kubelet"], ev)
-    wait_for(lambda: condition(lab, worker) == "True", 90, f"{worker} Ready again", 1)
+    wait_for(lambda: node_ready(lab, worker) == "True", 90, f"{worker} Ready again", 1)
     ev.expect(True, f"kubelet started: {worker} Ready again")

@@ -1,17 +1,24 @@
-import re
 from collections import Counter
 
-from labs.kube import pod_exec, pod_manifest, proxy_config, proxy_sync_period, run_deployment, run_pod, test_image
+from labs.kube import (
+    ECHO_ANSWER,
+    pod_exec,
+    pod_manifest,
+    proxy_config,
+    proxy_sync_period,
+    run_deployment,
+    run_pod,
+    test_image,
+)
 from labs.lab import Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
 
 REQUESTS = 12  # per client: with 4 backends, the chance that all land on one is 4 * (1/4)^12
-ANSWER = re.compile(r"pod=(\S+) node=(\S+)")
 
 
 def answers(text: str) -> Counter:
-    return Counter(f"{pod}@{node}" for pod, node in ANSWER.findall(text))
+    return Counter(f"{pod}@{node}" for pod, node in ECHO_ANSWER.findall(text))
 
 
 @check(

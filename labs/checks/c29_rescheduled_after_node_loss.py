@@ -1,4 +1,4 @@
-from labs.kube import echo_env, pod_manifest, test_image, wait_ready_pods
+from labs.kube import cordon, node_ready, run_deployment, wait_ready_pods
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.restore import RESTORER
@@ -9,17 +9,8 @@ REPLICAS = 2
 NOEXECUTE = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
 
 
-def ready(lab: Lab, name: str) -> str:
-    return {c.type: c.status for c in lab.core.read_node(name).status.conditions}["Ready"]
-
-
 def pods(lab: Lab, ns: str) -> list:
     return lab.core.list_namespaced_pod(ns, label_selector="app=web").items
-
-
-def cordon(lab: Lab, nodes: list[str], on: bool) -> None:
-    for node in nodes:
-        lab.core.patch_node(node, {"spec": {"unschedulable": on}})
 
 
 @check(
@@ -48,26 +39,24 @@ def run(lab: Lab, ev: Evidence) -> None:
     worker, others = lab.workers[-1], lab.workers[:-1]
     grace = lab.node_monitor_grace()
     with lab.namespace("C29") as ns:
-        RESTORER.push(f"uncordon {', '.join(others)}", lambda: cordon(lab, others, False))
-        cordon(lab, others, True)
+        def schedulable(on: bool) -> None:
+            for node in others:
+                cordon(lab, node, not on)
+
+        RESTORER.push(f"uncordon {', '.join(others)}", lambda: schedulable(True))
+        schedulable(False)
         # A grace period, so that an evicted pod stays Terminating while only its lost node's kubelet could end it.
-        spec = pod_manifest("web", test_image(), container={"env": echo_env(), "ports": [{"containerPort": 8080}]},
-                            terminationGracePeriodSeconds=30,
-                            tolerations=[{"key": key, "operator": "Exists", "effect": "NoExecute",
-                                          "tolerationSeconds": TOLERATION} for key in NOEXECUTE])["spec"]
-        lab.apps.create_namespaced_deployment(ns, {
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-            "spec": {"replicas": REPLICAS, "selector": {"matchLabels": {"app": "web"}},
-                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": spec}}})
-        first = wait_ready_pods(lab, ns, "web", REPLICAS)
-        cordon(lab, others, False)
+        first = run_deployment(lab, ns, "web", REPLICAS, terminationGracePeriodSeconds=30,
+                               tolerations=[{"key": key, "operator": "Exists", "effect": "NoExecute",
+                                             "tolerationSeconds": TOLERATION} for key in NOEXECUTE])
+        schedulable(True)
         RESTORER.discard(f"uncordon {', '.join(others)}")
         placed = {p.metadata.name: p.spec.node_name for p in first}
         ev.expect(set(placed.values()) == {worker}, f"{REPLICAS} replicas on {worker}: {', '.join(placed)}",
                   f"the replicas did not all start on {worker}: {placed}")
 
         lab.stop_units([worker], ["kubelet"], ev)
-        status = wait_for(lambda: (s := ready(lab, worker)) != "True" and s, grace + 20,
+        status = wait_for(lambda: (s := node_ready(lab, worker)) != "True" and s, grace + 20,
                           f"{worker} to be marked not Ready", 1)
         taints = wait_for(lambda: [t.key for t in lab.core.read_node(worker).spec.taints or []
                                    if t.key in NOEXECUTE and t.effect == "NoExecute"], 30,
@@ -87,18 +76,14 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(True, f"after the {TOLERATION} s toleration: {', '.join(gone)}; events: "
                   + ("; ".join(sorted({f'{e.involved_object.name}: {e.message}' for e in events})) or "none yet"))
 
-        def replaced() -> list | None:
-            new = [p for p in pods(lab, ns) if p.metadata.name not in placed and not p.metadata.deletion_timestamp
-                   and p.status.phase == "Running" and all(s.ready for s in p.status.container_statuses or [])]
-            return new if len(new) == REPLICAS else None
-
-        new = wait_for(replaced, 90, f"{REPLICAS} replacement pods running on other nodes", 1)
+        # The evicted pods are Terminating or gone: the ready pods not marked for deletion are the replacements.
+        new = wait_ready_pods(lab, ns, "web", REPLICAS, timeout=90)
         ev.expect(all(p.spec.node_name != worker for p in new),
                   f"replacements running: {', '.join(f'{p.metadata.name}@{p.spec.node_name}' for p in new)}",
                   f"a replacement runs on the lost node: {[(p.metadata.name, p.spec.node_name) for p in new]}")
 
         lab.start_units([worker], ["kubelet"], ev)
-        wait_for(lambda: ready(lab, worker) == "True", 90, f"{worker} Ready again", 1)
+        wait_for(lambda: node_ready(lab, worker) == "True", 90, f"{worker} Ready again", 1)
         left = wait_for(lambda: not any(p.metadata.name in placed for p in pods(lab, ns)) or None, 90,
                         f"the evicted pods to disappear once {worker} is back", 1)
         ev.expect(bool(left), f"kubelet started: {worker} Ready again, the evicted pods are gone; the Deployment "

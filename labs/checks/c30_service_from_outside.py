@@ -1,8 +1,8 @@
-import re
 import urllib.request
 from collections import Counter
 
 from labs.kube import (
+    ECHO_ANSWER,
     node_ips,
     pod_exec,
     pod_manifest,
@@ -17,7 +17,6 @@ from labs.registry import Evidence, check
 from labs.timing import wait_for
 
 REQUESTS = 8  # per node address
-ANSWER = re.compile(r"pod=(\S+) node=(\S+)")
 
 
 # Straight to the node, never through a proxy the environment may name (http_proxy): the node network is local.
@@ -61,7 +60,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         ips = node_ips(lab)
 
         def from_outside(node: str) -> Counter | None:
-            got = Counter(ANSWER.findall(" ".join(ask(f"http://{ips[node]}:{port}/") for _ in range(REQUESTS))))
+            got = Counter(ECHO_ANSWER.findall(" ".join(ask(f"http://{ips[node]}:{port}/") for _ in range(REQUESTS))))
             return got if sum(got.values()) == REQUESTS else None
 
         for node in lab.nodes:
@@ -74,7 +73,7 @@ def run(lab: Lab, ev: Evidence) -> None:
                       f"{strangers}")
         run_pod(lab, ns, pod_manifest("client", test_image()))
         out = pod_exec(lab, ns, "client", ["echo-server", "get", f"http://{cluster_ip}/", "2"])
-        inside = ANSWER.findall(out)
+        inside = ECHO_ANSWER.findall(out)
         ev.expect(bool(inside) and inside[0][0] in names,
                   f"pod client -> ClusterIP {cluster_ip}: answered by {inside[0][0] if inside else ''}",
                   f"pod client -> ClusterIP {cluster_ip}: {out.strip()[:200]!r}")

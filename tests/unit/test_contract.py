@@ -4,6 +4,7 @@ default, a template, the Makefile or a lab check that writes one of them again f
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from pathlib import Path
@@ -27,17 +28,18 @@ PRODUCERS = {
 }
 
 
-def shipped_files() -> list[str]:
+@functools.cache
+def shipped_files() -> dict[str, str]:
+    """Path -> text of every tracked file outside tests, documentation and tool configuration (read once)."""
     out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return [f for f in out.splitlines()
+    return {f: (ROOT / f).read_text(errors="replace") for f in out.splitlines()
             if not f.startswith(("tests/", "docs/", ".")) and "/molecule/" not in f and not f.endswith(".md")
-            and (ROOT / f).is_file()]
+            and (ROOT / f).is_file()}
 
 
 @pytest.mark.parametrize("literal", sorted(PRODUCERS))
 def test_shared_literal_has_one_producer(literal):
     pattern = re.compile(rf"(?<![\w.]){re.escape(literal)}(?![\w])" if literal[0].isdigit() or literal == ".lab"
                          else re.escape(literal))
-    found = sorted(f for f in shipped_files()
-                   if pattern.search((ROOT / f).read_text(errors="replace")))
+    found = sorted(f for f, text in shipped_files().items() if pattern.search(text))
     assert found == [PRODUCERS[literal]], f"{literal!r} written in {found}; only {PRODUCERS[literal]} may"
