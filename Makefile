@@ -14,7 +14,7 @@ PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke check molecule lint unit integration test test-labs test-vm test-fresh-host lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke check molecule lint unit integration test test-labs test-vm test-topologies test-fresh-host lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour a
 	@$(MAKE) --no-print-directory deps PROVIDER=libvirt
 	@$(MAKE) --no-print-directory artifacts box
 	@K8S_LAB_TEST_VM=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/vm $(PYTEST_ARGS)
+
+test-topologies: deps artifacts node-image ## the external-etcd profile end to end: all checks, C31 and its falsification (not in CI)
+	@K8S_LAB_TOPOLOGIES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_topologies.py $(PYTEST_ARGS)
 
 test-fresh-host: deps ## `make deps` on a clean Debian 12 container without Go, then an image built with its Go
 	@$(VENV)/bin/pytest -p no:cacheprovider -s tests/integration/test_fresh_host.py $(PYTEST_ARGS)

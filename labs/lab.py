@@ -165,7 +165,7 @@ class Lab(NodeAccess):
         return sorted(ready)
 
     def units_down(self, steady: int = UNIT_STEADY_SECONDS) -> dict[str, list[str]]:
-        """Per node, the cluster's units that are enabled there but not active, or active for less than ``steady``
+        """Per machine, the cluster's units that are enabled there but not active, or active for less than ``steady``
         seconds: a component that exited (e.g. on losing its leader election while the API was away) and waits for
         systemd to restart it, or one just started that may still exit (kube-controller-manager exits when it
         starts before the API server's RBAC caches are filled, and systemd starts it again 5 s later)."""
@@ -178,11 +178,12 @@ class Lab(NodeAccess):
                                  f"[ $((now - ${{t:-0}})) -ge {steady} ] || echo $u; "
                                  "else echo $u; fi; done; true", check=False).split()
 
-        found = self.on_each(self.nodes, on)  # every node at once: one ssh round trip per poll
+        found = self.on_each(self.machines, on)  # every machine at once: one ssh round trip per poll
         return {node: units for node, units in found.items() if units}
 
     def wait_healthy(self, timeout: float, ev: Evidence | None = None) -> None:
-        """Every inventory node Ready, the API answering and every cluster unit active, and steadily so (bounded)."""
+        """Every inventory node Ready, the API answering and every cluster unit active on every machine (the nodes
+        and an external etcd's), and steadily so (bounded)."""
         want = sorted(self.nodes)
         deadline = time.monotonic() + scaled(timeout)
         wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 1)

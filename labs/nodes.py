@@ -4,6 +4,7 @@ guaranteed restart."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -94,7 +95,34 @@ class NodeAccess:
 
     @property
     def nodes(self) -> list[str]:
+        """The Kubernetes nodes: control plane and workers."""
         return self.groups["k8s_cluster"]
+
+    @property
+    def etcd_members(self) -> list[str]:
+        """The machines that run an etcd member: the control-plane nodes, or machines of their own (external)."""
+        return self.groups.get("etcd") or self.control_plane
+
+    @property
+    def machines(self) -> list[str]:
+        """Every machine of the cluster: the nodes and the machines of an external etcd (which are no nodes)."""
+        return sorted(set(self.nodes) | set(self.etcd_members))
+
+    @property
+    def external_etcd(self) -> list[str]:
+        """The etcd members that are not control-plane nodes (empty where etcd is stacked on the control plane)."""
+        return [m for m in self.etcd_members if m not in self.control_plane]
+
+    def control_plane_components(self, machine: str) -> list[str]:
+        """The control-plane components the machine runs by design: etcd on its members, the API server, the
+        scheduler and the controller-manager on the control-plane nodes."""
+        return ((["etcd"] if machine in self.etcd_members else [])
+                + (["kube-apiserver", "kube-scheduler", "kube-controller-manager"]
+                   if machine in self.control_plane else []))
+
+    def machine_ip(self, machine: str) -> str:
+        """A machine's address on the node network, as the inventory gives it (nodes and etcd machines alike)."""
+        return self.hostvar(machine, "lab_node_ip") or self.hostvar(machine, "ansible_host") or machine
 
     def host(self, name: str):
         """A testinfra host for an inventory machine (SSH, as the playbooks reach it)."""
@@ -115,10 +143,18 @@ class NodeAccess:
     def etcdctl(self, args: str, node: str | None = None) -> str:
         """etcdctl on an etcd member, as the lab's own administrative client: in a transient scope of its own
         (lab-admin-*.scope), so that C04, which decides by process who talks to etcd, knows it for what it is."""
-        node = node or (self.groups.get("etcd") or self.control_plane)[0]
+        node = node or self.etcd_members[0]
         scope = f"lab-admin-{uuid.uuid4().hex[:8]}"
         script = shlex.quote(f". {self.path('etcd_config_dir')}/etcdctl.env && exec etcdctl {args}")
         return self.sh(node, f"systemd-run --quiet --scope --unit={scope} --collect -- sh -c {script}")
+
+    def etcd_get(self, key: str, node: str | None = None) -> dict | None:
+        """The key-value record of ``key`` in etcd, read on ``node`` (None when absent); value decoded to bytes."""
+        out = json.loads(self.etcdctl(f"get {key} -w json", node=node))
+        if not out.get("kvs"):
+            return None
+        kv = out["kvs"][0]
+        return {**kv, "value": base64.b64decode(kv["value"])}
 
     def open_watches(self, node: str) -> dict[str, dict[str, int]]:
         """The watches the API server on ``node`` holds open now, per user and resource, from its audit log

@@ -67,8 +67,8 @@ NODE_PATHS = {
 }
 PORTS = ("api_server_port", "api_lb_port", "etcd_client_port", "etcd_peer_port")  # network.*: all distinct
 # Host numbers in node_cidr: .10 the API address of a multi-control-plane profile,
-# .11-.19 the control plane, .21-.99 the workers.
-VIP_HOST, CP_FIRST, CP_MAX, WORKER_FIRST, WORKER_MAX = 10, 11, 9, 21, 79
+# .11-.19 the control plane, .21-.89 the workers, .91-.99 the machines of an external etcd.
+VIP_HOST, CP_FIRST, CP_MAX, WORKER_FIRST, WORKER_MAX, ETCD_FIRST, ETCD_MAX = 10, 11, 9, 21, 69, 91, 9
 
 
 class SettingsError(Exception):
@@ -173,12 +173,22 @@ def _check_profiles(profiles: dict, where: str) -> list[str]:
     out = []
     for name, counts in profiles.items():
         cp, workers, field = counts["control_plane"], counts["workers"], f"profiles.{name}"
+        etcd = counts.get("etcd", 0)
+        if etcd < 0:
+            out.append(f"{where}: {field}.etcd: {etcd}: a count of etcd machines (0: etcd on the control-plane nodes)")
+        elif etcd % 2 == 0 and etcd:
+            # n=2k members tolerate no more failures than 2k-1.
+            out.append(f"{where}: {field}.etcd: {etcd} is an even etcd member count; use an odd number")
+        elif etcd > ETCD_MAX:
+            out.append(f"{where}: {field}.etcd: {etcd} machines do not fit in "
+                       f".{ETCD_FIRST}-.{ETCD_FIRST + ETCD_MAX - 1} of network.node_cidr (at most {ETCD_MAX})")
         if cp < 1:
             out.append(f"{where}: {field}.control_plane: {cp}: at least one control-plane node is needed")
-        elif cp % 2 == 0:
+        elif cp % 2 == 0 and not etcd:
             # Each control-plane node runs an etcd member: n=2k tolerates no more failures than 2k-1.
             out.append(f"{where}: {field}.control_plane: {cp} is an even etcd member count "
-                       "(every control-plane node runs an etcd member); use an odd number")
+                       f"(every control-plane node runs an etcd member unless {field}.etcd gives etcd machines of "
+                       "its own); use an odd number")
         elif cp > CP_MAX:
             out.append(f"{where}: {field}.control_plane: {cp} nodes do not fit in .{CP_FIRST}-.{CP_FIRST + CP_MAX - 1} "
                        f"of network.node_cidr (at most {CP_MAX})")
@@ -224,7 +234,7 @@ def _check_network(net: dict, profiles: dict | None, where: str) -> list[str]:
                    "(the load balancer, the API servers and etcd listen side by side on the control-plane nodes)")
     if "node_cidr" in nets and nets["node_cidr"].prefixlen > 24:
         out.append(f"{where}: network.node_cidr: {nets['node_cidr']} is too small: nodes use host numbers "
-                   f".{VIP_HOST}-.{WORKER_FIRST + WORKER_MAX - 1}, so the prefix must be /24 or shorter")
+                   f".{VIP_HOST}-.{ETCD_FIRST + ETCD_MAX - 1}, so the prefix must be /24 or shorter")
     if "service_cidr" in nets and not 12 <= nets["service_cidr"].prefixlen <= 24:
         out.append(f"{where}: network.service_cidr: {nets['service_cidr']}: the prefix must be between /12 "
                    "(the largest range kube-apiserver accepts) and /24")
@@ -392,11 +402,16 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
     net, counts = doc["network"], doc["profiles"][profile]
     base = ipaddress.ip_network(net["node_cidr"]).network_address
     pod_subnets = ipaddress.ip_network(net["pod_cidr"]).subnets(new_prefix=net["pod_cidr_node_prefix"])
+    # etcd runs on every control-plane node (stacked), or on machines of its own that are not Kubernetes nodes
+    # (no kubelet, no pod range): role etcd, e1, e2, ...
+    external_etcd = counts.get("etcd", 0)
     nodes = [
-        {"name": f"{short}{i + 1}", "role": role, "ip": str(base + first + i), "etcd": role == "control_plane",
-         "pod_cidr": str(next(pod_subnets))}
+        {"name": f"{short}{i + 1}", "role": role, "ip": str(base + first + i),
+         "etcd": role == "etcd" or (role == "control_plane" and not external_etcd),
+         "pod_cidr": str(next(pod_subnets)) if role != "etcd" else None}
         for role, short, first, count in (("control_plane", "cp", CP_FIRST, counts["control_plane"]),
-                                          ("worker", "w", WORKER_FIRST, counts["workers"]))
+                                          ("worker", "w", WORKER_FIRST, counts["workers"]),
+                                          ("etcd", "e", ETCD_FIRST, external_etcd))
         for i in range(count)
     ]
     scale = doc["timeout_scale"]

@@ -17,25 +17,30 @@ from labs.timing import wait_for
     does="Compares the inventory with the Node objects. On every machine, looks at the running processes (the "
          "executable each one runs, not its name or its unit): the four control-plane components run on every "
          "control-plane machine, each as the main process of its systemd unit, and none runs on a worker, "
-         "whoever started it. Then places an ordinary pod and sees it land on a worker.",
+         "whoever started it. (With an external etcd, etcd runs on its own machines instead, and on nothing "
+         "else.) Then places an ordinary pod and sees it land on a worker.",
 )
 def run(lab: Lab, ev: Evidence) -> None:
     nodes = {n.metadata.name: n for n in lab.core.list_node().items}
     ev.expect(set(nodes) == set(lab.nodes), f"inventory machines {sorted(lab.nodes)} are the cluster's nodes "
               f"{sorted(nodes)}", f"inventory machines {sorted(lab.nodes)}, the cluster's nodes {sorted(nodes)}")
-    for name in lab.nodes:
+    if lab.external_etcd:
+        ev.add(f"{', '.join(lab.external_etcd)}: the machines of an external etcd, not nodes")
+    for name in lab.machines:
         snap = lab.snapshot(name)
         running = snap.running(CONTROL_PLANE)
-        if name in lab.control_plane:
-            for comp in CONTROL_PLANE:
+        if wanted := lab.control_plane_components(name):
+            kind = "control plane" if name in lab.control_plane else "etcd"
+            for comp in wanted:
                 procs = [p for p in running if p.binary == comp]
                 main = [p for p in procs if snap.component_of(p) == comp]
-                ev.expect(bool(main), f"{name} (control plane) runs {comp}: {main[0] if main else ''}",
-                          f"{name} (control plane): {comp} does not run as the main process of its unit "
+                ev.expect(bool(main), f"{name} ({kind}) runs {comp}: {main[0] if main else ''}",
+                          f"{name} ({kind}): {comp} does not run as the main process of its unit "
                           f"({', '.join(map(str, procs)) or 'no such process'})")
-            strays = [p for p in running if snap.component_of(p) is None]
-            ev.expect(not strays, f"{name}: no control-plane process outside its unit",
-                      f"{name}: control-plane processes outside their units: {', '.join(map(str, strays))}")
+            strays = [p for p in running if snap.component_of(p) is None or p.binary not in wanted]
+            ev.expect(not strays, f"{name}: no control-plane process outside its unit or its machine's role",
+                      f"{name} ({kind}): control-plane processes outside their units or its role: "
+                      f"{', '.join(map(str, strays))}")
         else:
             ev.expect(not running, f"{name} (worker) runs no control-plane component (no process executes "
                       f"{', '.join(CONTROL_PLANE)})",

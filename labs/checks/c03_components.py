@@ -1,7 +1,6 @@
 from labs.lab import Lab
 from labs.registry import Evidence, check
 
-CONTROL_PLANE = ["etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"]
 NODE = ["kubelet", "kube-proxy", "containerd"]
 
 
@@ -14,14 +13,15 @@ NODE = ["kubelet", "kube-proxy", "containerd"]
          "ssh w1 systemctl status kubelet kube-proxy containerd",
          "ssh w1 'readlink /proc/$(systemctl show -P MainPID kube-proxy)/exe'",
          "ssh w1 crictl version"],
-    does="On each node, for each component it should run: the systemd unit is active and its main process "
+    does="On each node (and each machine of an external etcd), for each component it should run: the systemd "
+         "unit is active and its main process "
          "executes the component's own binary (a unit that runs something else does not count), with the version "
          "that binary reports; then whether the runtime answers over CRI (crictl version).",
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    for name in lab.nodes:
+    for name in lab.machines:  # the nodes, and the machines of an external etcd (which run etcd only)
         snap = lab.snapshot(name)
-        wanted = (CONTROL_PLANE if name in lab.control_plane else []) + NODE
+        wanted = lab.control_plane_components(name) + (NODE if name in lab.nodes else [])
         for comp in wanted:
             unit = snap.units.get(comp)
             proc = snap.procs.get(unit.main_pid) if unit and unit.main_pid else None
@@ -32,6 +32,8 @@ def run(lab: Lab, ev: Evidence) -> None:
         versions = lab.sh(name, "; ".join(
             f"echo \"{c}|$(/proc/{snap.units[c].main_pid}/exe --version 2>&1 | head -1)\"" for c in wanted))
         ev.add(f"{name}: versions: " + "; ".join(line.replace("|", ": ", 1) for line in versions.splitlines()))
+        if name not in lab.nodes:
+            continue
         cri = lab.sh(name, "crictl version")
         runtime = dict(line.split(":", 1) for line in cri.splitlines() if ":" in line)
         ev.expect("containerd" in runtime.get("RuntimeName", ""),

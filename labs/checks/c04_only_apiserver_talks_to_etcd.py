@@ -19,24 +19,25 @@ LAB_ADMIN = "lab-admin-"  # the scopes the lab runs its own etcdctl reads in (La
          "ssh w1 ss -tnp state established                         # kubelet, kube-proxy -> the API address",
          "ssh cp1 curl --cacert @paths.etcd_pki_dir@/ca.crt https://@ip.cp1@:@ports.etcd_client@/health   # refused",
          "ssh cp1 journalctl -u etcd | grep 'rejected connection'"],
-    does="On every node, takes the established TCP connections with the processes holding them, every process's "
+    does="On every machine (the nodes, and an external etcd's), takes the established TCP connections with the "
+         "processes holding them, every process's "
          "executable and cgroup, and the main PID of each component's unit. A connection to etcd's client port "
          "must be held by the main process of kube-apiserver.service (PID and executable; the name a process gives "
          "itself counts for nothing); the lab's own etcdctl reads run in lab-admin-* scopes and are shown as such. "
          "On every etcd member, calls from other machines come only from API-server machines. The main processes "
          "of kube-scheduler, kube-controller-manager, kubelet and kube-proxy hold connections to an API server and "
          "none to etcd. Then every etcd member is called without a client certificate (refused) and with a "
-         "certificate of the cluster CA instead of etcd's (refused), next to a call with etcd's healthcheck "
-         "certificate (answers).",
+         "certificate of the cluster CA instead of etcd's (refused), next to a call with the API server's etcd "
+         "client certificate (answers).",
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    ips = node_ips(lab)
+    ips = {**{m: lab.machine_ip(m) for m in lab.machines}, **node_ips(lab)}  # the nodes as they report themselves
     apiserver_ips = {ips[n] for n in lab.control_plane}
-    members = lab.groups.get("etcd") or lab.control_plane
+    members = lab.etcd_members
     # etcd's client port, as the API server is told to reach it (--etcd-servers)
     etcd_port = urlsplit(lab.unit_arg(lab.control_plane[0], "kube-apiserver", "etcd-servers").split(",")[0]).port
     api_ports = {int(s.rsplit(":", 1)[1]) for s in lab.api_servers().values()} | {int(lab.server.rsplit(":", 1)[1])}
-    for node in lab.nodes:
+    for node in lab.machines:
         snap = lab.snapshot(node)
         clients: Counter = Counter()
         unseen = []
@@ -87,10 +88,12 @@ def run(lab: Lab, ev: Evidence) -> None:
                       f"{node}: {comp} (main pid {unit.main_pid if unit else '?'}, {unit.state if unit else 'no unit'})"
                       f" holds connections to the API {api}, to etcd {etcd}")
 
-    prober, pki, etcd_pki = lab.control_plane[0], lab.path("pki_dir"), lab.path("etcd_pki_dir")
+    # From a control-plane node, which holds etcd's CA and the API server's etcd client certificate whether etcd
+    # runs there or on machines of its own.
+    prober, pki = lab.control_plane[0], lab.path("pki_dir")
     for member in members:
         target = ips[member]
-        curl = (f"curl -sS --max-time 5 --tls-max 1.2 --cacert {etcd_pki}/ca.crt "
+        curl = (f"curl -sS --max-time 5 --tls-max 1.2 --cacert {pki}/etcd/ca.crt "
                 f"https://{target}:{etcd_port}/health")
         bare = lab.sh(prober, f"{curl} 2>&1; echo rc=$?", check=False)
         ev.expect("rc=0" not in bare, f"{prober} -> etcd {member} without a client certificate: "
@@ -100,9 +103,9 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect("rc=0" not in wrong, f"{prober} -> etcd {member} with a certificate of the cluster CA (not "
                   f"etcd's): {' '.join(wrong.split())[-90:]}",
                   f"etcd {member} answered a certificate that its CA did not sign: {wrong}")
-        good = lab.sh(prober, f"{curl} --cert {etcd_pki}/healthcheck-client.crt "
-                              f"--key {etcd_pki}/healthcheck-client.key 2>&1", check=False)
-        ev.expect('"health":"true"' in good, f"{prober} -> etcd {member} with etcd's healthcheck client "
+        good = lab.sh(prober, f"{curl} --cert {pki}/apiserver-etcd-client.crt "
+                              f"--key {pki}/apiserver-etcd-client.key 2>&1", check=False)
+        ev.expect('"health":"true"' in good, f"{prober} -> etcd {member} with the API server's etcd client "
                   f"certificate: {good}", f"etcd {member} does not answer even a valid client certificate: {good}")
     log = lab.sh(members[-1], "journalctl -u etcd --since -1min --no-pager -o cat | "
                               "grep 'rejected connection on client endpoint' | tail -1", check=False)

@@ -1,5 +1,4 @@
 import base64
-import json
 import uuid
 
 from kubernetes import client
@@ -7,15 +6,6 @@ from kubernetes import client
 from labs.lab import Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
-
-
-def etcd_get(lab: Lab, key: str, node: str) -> dict | None:
-    """The key-value record of ``key`` in etcd, read on ``node`` (None when absent); value decoded to bytes."""
-    out = json.loads(lab.etcdctl(f"get {key} -w json", node=node))
-    if not out.get("kvs"):
-        return None
-    kv = out["kvs"][0]
-    return {**kv, "value": base64.b64decode(kv["value"])}
 
 
 def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
@@ -39,33 +29,33 @@ def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
 )
 def run(lab: Lab, ev: Evidence) -> None:
     prefix = lab.unit_arg(lab.control_plane[0], "kube-apiserver", "etcd-prefix") or "/registry"
-    members = lab.groups.get("etcd") or lab.control_plane
+    members = lab.etcd_members
     first, second = f"hello-{uuid.uuid4().hex[:8]}", f"changed-{uuid.uuid4().hex[:8]}"
     with lab.namespace("C06") as ns:
         key = f"{prefix}/configmaps/{ns}/note"
         lab.core.create_namespaced_config_map(ns, {"metadata": {"name": "note"}, "data": {"text": first}})
         for node in members:
-            kv = etcd_get(lab, key, node)
+            kv = lab.etcd_get(key, node)
             seen = f'{printable(kv["value"], 24)}…{printable(kv["value"], 24, at=first.encode())}' if kv else ""
             ev.expect(kv is not None and first.encode() in kv["value"],
                       f"{node}: etcd key {key} (rev {kv and kv['mod_revision']}): {seen}",
                       f"{node}: etcd key {key} missing or without {first!r}")
         before = kv["mod_revision"]
         lab.core.patch_namespaced_config_map("note", ns, {"data": {"text": second}})
-        kv = etcd_get(lab, key, members[0])
+        kv = lab.etcd_get(key, members[0])
         ev.expect(kv is not None and second.encode() in kv["value"] and first.encode() not in kv["value"]
                   and kv["mod_revision"] > before,
                   f"after the change: value holds {second!r}, mod_revision {before} -> {kv and kv['mod_revision']}",
                   f"the change is not in etcd: {kv and printable(kv['value'])}")
         lab.core.delete_namespaced_config_map("note", ns)
-        wait_for(lambda: etcd_get(lab, key, members[0]) is None, 30, f"{key} to leave etcd")
+        wait_for(lambda: lab.etcd_get(key, members[0]) is None, 30, f"{key} to leave etcd")
         ev.expect(True, f"after the delete: {key} is gone from etcd")
 
         for node, server in lab.api_servers().items():
             secret, name = f"s3cret-{uuid.uuid4().hex[:8]}", f"token-{node}"
             client.CoreV1Api(lab.api_client_for(server)).create_namespaced_secret(
                 ns, {"metadata": {"name": name}, "stringData": {"password": secret}})
-            kv = etcd_get(lab, f"{prefix}/secrets/{ns}/{name}", members[0])
+            kv = lab.etcd_get(f"{prefix}/secrets/{ns}/{name}", members[0])
             encrypted = kv is not None and kv["value"].startswith(b"k8s:enc:aescbc:v1:")
             ev.expect(encrypted and secret.encode() not in kv["value"],
                       f"Secret written through {node}'s API server ({server}) stored encrypted: "

@@ -15,7 +15,7 @@ from labs.timing import wait_for
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    etcd = lab.groups["etcd"]
+    etcd = lab.etcd_members
     with lab.namespace("C08") as ns:
         ev.expect(lab.api_writes(ns, "before") is None, "wrote ConfigMap 'before' through the API")
         lab.core.create_namespaced_pod(ns, pod_manifest("web", test_image()))

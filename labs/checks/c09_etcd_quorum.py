@@ -16,7 +16,7 @@ from labs.timing import wait_for
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    etcd = lab.groups["etcd"]
+    etcd = lab.etcd_members
     if len(etcd) < 3:
         raise CheckSkipped(f"the cluster has {len(etcd)} etcd member(s); the claim needs three: "
                            "bring the lab up with PROFILE=ha (settings.yml: profile: ha)")

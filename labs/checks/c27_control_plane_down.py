@@ -8,7 +8,8 @@ from labs.nodefacts import parse_journal_json
 from labs.registry import Evidence, check
 from labs.timing import parse_duration, wait_for
 
-UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+# On the control-plane nodes; etcd is stopped on its members (the same nodes, or an external etcd's machines).
+UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver"]
 
 
 @check(
@@ -19,7 +20,8 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
     see=["ssh cp1 systemctl stop kube-scheduler kube-controller-manager kube-apiserver etcd",
          "kubectl get nodes   # no answer", "curl http://<pod-ip>:8080/   # from a worker: answers",
          "ssh w1 journalctl -u kubelet --since -1min | grep @api@"],
-    does="Runs a pod, stops every control-plane unit on every control-plane node, sees the API not answer and the "
+    does="Runs a pod, stops every control-plane unit on every control-plane node (and etcd on its members), sees "
+         "the API not answer and the "
          "pod answer from a worker; then waits (at most twice the kubelet's node status update interval, plus "
          "10 s) for lines in that worker's kubelet journal, written after the stop, that name the API server "
          "address from the kubelet's kubeconfig: its attempts to reconnect. Restores the units, waits for every "
@@ -39,6 +41,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         update = parse_duration(str(config.get("nodeStatusUpdateFrequency", "10s")))
         since = lab.sh(worker, "date +%s.%N")
         lab.stop_units(lab.control_plane, UNITS, ev)
+        lab.stop_units(lab.etcd_members, ["etcd"], ev)
         error = lab.api_writes(ns, "nobody-home", timeout=5)
         ev.expect(error is not None, f"the API does not answer: {error}", "the API still answers writes")
         answer = lab.sh(worker, f"curl -sS -m 5 http://{pod.status.pod_ip}:8080/", check=False)
@@ -52,6 +55,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         lines = wait_for(attempts, 2 * update + 10, f"kubelet lines on {worker} naming {address} after the stop", 1)
         ev.expect(True, f"{worker}'s kubelet, after the stop, tried {address} ({len(lines)} lines), e.g. "
                   f"{lines[-1].when:%H:%M:%S} {lines[-1].text[:160]}")
+        lab.start_units(lab.etcd_members, ["etcd"], ev)
         lab.start_units(lab.control_plane, UNITS, ev)
         lab.wait_healthy(timeout=180, ev=ev)
         lab.core.create_namespaced_pod(ns, pod_manifest("newcomer", test_image()))

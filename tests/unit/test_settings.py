@@ -101,6 +101,34 @@ def test_ha_profile_resolves():
                         "local_endpoint": "https://127.0.0.1:6443"}
 
 
+def test_external_etcd_profile_resolves():
+    """etcd on machines of its own (e1..e3, .91+): members, but no Kubernetes nodes (no pod range); the
+    control-plane nodes hold no member, and two of them are allowed (an even count is no etcd quorum question)."""
+    s = S.load(profile="external-etcd")
+    assert [(n["name"], n["role"], n["ip"], n["etcd"], n["pod_cidr"] is None) for n in s["nodes"]] == [
+        ("cp1", "control_plane", "192.168.56.11", False, False),
+        ("cp2", "control_plane", "192.168.56.12", False, False),
+        ("w1", "worker", "192.168.56.21", False, False),
+        ("w2", "worker", "192.168.56.22", False, False),
+        ("e1", "etcd", "192.168.56.91", True, True),
+        ("e2", "etcd", "192.168.56.92", True, True),
+        ("e3", "etcd", "192.168.56.93", True, True),
+    ]
+    assert s["api"]["vip"] == "192.168.56.10"
+
+
+def test_external_etcd_counts(tmp_path):
+    msg = problems(tmp_path, lambda s: s["profiles"]["external-etcd"].update(etcd=2))
+    assert "profiles.external-etcd.etcd: 2 is an even etcd member count" in msg
+    msg = problems(tmp_path, lambda s: s["profiles"]["external-etcd"].update(etcd=11))
+    assert "profiles.external-etcd.etcd: 11 machines do not fit in .91-.99" in msg
+    msg = problems(tmp_path, lambda s: s["profiles"]["external-etcd"].update(etcd=-1))
+    assert "profiles.external-etcd.etcd: -1" in msg
+    # without machines of its own, etcd is back on the control plane, where two members are an even count
+    msg = problems(tmp_path, lambda s: s["profiles"]["external-etcd"].update(etcd=0))
+    assert "profiles.external-etcd.control_plane: 2 is an even etcd member count" in msg
+
+
 @pytest.mark.parametrize("profile", ["default", "ha"])
 def test_pod_cidrs_are_distinct_subnets_of_pod_cidr(profile):
     s = S.load(profile=profile)
@@ -387,6 +415,15 @@ def test_inventory_list():
     # The nodes' artifact plan, from its one producer, for the settings' source, mirror and architecture.
     assert inv["all"]["vars"]["lab_artifacts"] == artifacts.node_plan(
         artifacts.load_versions(), [lab["arch"]], lab["artifacts"]["source"], lab["artifacts"]["mirror"])
+
+
+def test_inventory_of_an_external_etcd():
+    proc = run(str(INVENTORY), "--list", env={"K8S_LAB_PROFILE": "external-etcd"})
+    assert proc.returncode == 0, proc.stderr
+    inv = json.loads(proc.stdout)
+    assert inv["etcd"]["hosts"] == ["e1", "e2", "e3"]
+    assert inv["control_plane"]["hosts"] == ["cp1", "cp2"]
+    assert inv["_meta"]["hostvars"]["e1"]["lab_node_role"] == "etcd"
 
 
 def test_inventory_host():
