@@ -3,7 +3,7 @@ re-run, smoke, the running cluster's memory, and `lab check` without and
 with the disruptive checks. A benchmark, not a test: it prints figures and
 exits 0 unless a step fails (a failing lab check is reported, not fatal).
 
-Usage: python3 -m tools.benchmark [--profile default|ha] [--keep] [--no-checks] [--repeat N] [--json FILE]
+Usage: python3 -m tools.benchmark [--profile PROFILE] [--keep] [--no-checks] [--repeat N] [--json FILE]
        python3 -m tools.benchmark --checks-only [--repeat N]   # only `lab check`, on the cluster that is up
 
 Every check that does not pass is printed with its verdict and message, and every `lab check` report is kept in
@@ -90,7 +90,7 @@ def time_checks(env: dict, venv: Path, repeat: int = 1) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="default", choices=["default", "ha"])
+    parser.add_argument("--profile", default="default", help="a profile of settings.yml (ha, ...)")
     parser.add_argument("--keep", action="store_true", help="leave the cluster running")
     parser.add_argument("--no-checks", action="store_true", help="leave out the lab checks")
     parser.add_argument("--checks-only", action="store_true",
