@@ -24,6 +24,7 @@ deps: ## install host packages, .venv and Go when missing, start Docker; PROVIDE
 
 artifacts: deps ## fill the artifact cache (python3 -m tools.locations cache); SOURCE=auto|cache|mirror|upstream|build
 	@$(PY) -m tools.artifacts --source $(SOURCE)
+	@ln -sf "$$($(PY) -m tools.artifacts path --only kubectl)" $(VENV)/bin/kubectl
 
 node-image: deps ## build the node container image (only when its inputs changed)
 	@tools/node-image/build.sh

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from labs import __version__
 from labs.lab import Lab
-from labs.nodes import published_settings
+from labs.nodes import published_settings, read_inventory
 from labs.paths import DEFAULT_INVENTORY
 from labs.registry import LabError, Result, load_checks, render_see
 from labs.restore import install_signal_handlers
@@ -76,6 +76,32 @@ def cmd_show(checks, ident: str, inventory: Path | None = None) -> int:
     return 0
 
 
+def ssh_command(inventory: dict, machine: str, command: list[str]) -> list[str]:
+    """The ssh command line that reaches an inventory machine as the playbooks do (address, user, port, key)."""
+    hostvars = inventory.get("_meta", {}).get("hostvars", {})
+    if machine not in hostvars:
+        known = ", ".join(sorted(hostvars)) or "none"
+        raise LabError(f"no machine {machine!r} in the inventory; the machines: {known}")
+    vars_ = hostvars[machine]
+    argv = ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+    if vars_.get("ansible_ssh_private_key_file"):
+        argv += ["-i", str(vars_["ansible_ssh_private_key_file"])]
+    if vars_.get("ansible_port"):
+        argv += ["-p", str(vars_["ansible_port"])]
+    if not command:
+        argv.append("-t")
+    user = vars_.get("ansible_user", "root")
+    return [*argv, f"{user}@{vars_.get('ansible_host', machine)}", *command]
+
+
+def cmd_ssh(args) -> int:
+    inventory = read_inventory(args.inventory or Path(os.environ.get("K8S_LAB_INVENTORY") or DEFAULT_INVENTORY))
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    argv = ssh_command(inventory, args.machine, command)
+    os.execvp(argv[0], argv)  # noqa: S606 - ssh itself, with the inventory's arguments
+    return 0  # not reached
+
+
 JOBS = 6  # observing checks side by side on real hardware or containers
 SLOW_JOBS = 2  # under software emulation: six at a time starve the VMs (SSH banners time out, kubelets renew late)
 
@@ -93,11 +119,12 @@ def cmd_check(checks, args) -> int:
         selected = [i for i in selected if not checks[i].disruptive]
     lab = Lab(args.kubeconfig, args.inventory)
     version = lab.ping()
-    tty = sys.stdout.isatty()
+    terminal = sys.stdout.isatty()
+    tty = terminal and not os.environ.get("NO_COLOR")  # colours: a terminal, unless NO_COLOR (no-color.org) is set
     install_signal_handlers()
     print(f"cluster {lab.server} ({version}), {len(lab.nodes)} nodes: {', '.join(lab.nodes)}\n")
     started = time.monotonic()
-    results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty)
+    results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal)
     write_reports(results, args)
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
     failed = counts["failed"] + counts["error"]
@@ -128,6 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report")
+    ssh = sub.add_parser("ssh", help="a shell, or one command, as root on a machine of the lab (any provider)",
+                         description="lab ssh NODE [-- COMMAND ...]: what the playbooks use to reach NODE (address, "
+                                     "user, key from the inventory)")
+    ssh.add_argument("machine", metavar="NODE")
+    ssh.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND")
+    ssh.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
     args = parser.parse_args(argv)
     checks = load_checks()
     try:
@@ -136,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             raise LabError(f"unknown check {', '.join(unknown)}: `lab list` shows the {len(checks)} checks "
                            f"({', '.join(checks)}).")
+        if args.command == "ssh":
+            return cmd_ssh(args)
         if args.command == "list":
             return cmd_list(checks)
         if args.command == "show":

@@ -56,9 +56,23 @@ def run_check(lab: Lab, chk, tty: bool, tag: str = "", wait_healthy: bool = True
     return Result(chk.id, chk.title, status, ev.lines, message, round(time.monotonic() - started, 1), chk.disruptive)
 
 
+class Progress:
+    """How far a run is: N of M checks done and the time since it began, shown after each result on a terminal."""
+
+    def __init__(self, total: int, show: bool) -> None:
+        self.total, self.done, self.show, self.started = total, 0, show, time.monotonic()
+
+    def tick(self) -> str:
+        self.done += 1
+        return f" [{self.done}/{self.total} done, {time.monotonic() - self.started:.0f}s]" if self.show else ""
+
+
+PROGRESS = Progress(0, False)
+
+
 def print_result(res: Result, tty: bool) -> None:
     head = paint(res.status, res.status.upper(), tty)
-    print(f"{head:>8}  {res.id} {res.title} ({res.seconds:.1f}s)")
+    print(f"{head:>8}  {res.id} {res.title} ({res.seconds:.1f}s){PROGRESS.tick()}")
     for line in res.evidence:
         print(f"          {line}")
     if res.message and res.status != "passed":
@@ -101,9 +115,12 @@ def run_parallel(lab: Lab, chks: list, jobs: int, tty: bool) -> list[Result]:
     return [done[c.id] for c in chks]
 
 
-def run_checks(lab: Lab, chks: list, jobs: int, tty: bool) -> list[Result]:
+def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = False) -> list[Result]:
     """The observing checks first, side by side (``jobs`` at a time); then the disruptive ones one by one. Each
-    result printed as it comes; all returned, observing ones first."""
+    result printed as it comes (colours when ``tty``; with ``progress``, how many are done); all returned,
+    observing ones first."""
+    global PROGRESS  # noqa: PLW0603 - one run at a time per process
+    PROGRESS = Progress(len(chks), progress)
     observe = [chk for chk in chks if not chk.disruptive]
     disrupt = [chk for chk in chks if chk.disruptive]
     results = run_parallel(lab, observe, jobs, tty)

@@ -774,9 +774,10 @@ def lab_artifact_settings() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tools.artifacts", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", nargs="?", choices=("fill", "plan"), default="fill",
+    parser.add_argument("command", nargs="?", choices=("fill", "plan", "path"), default="fill",
                         help="fill (the default): make the cache complete; "
-                             "plan: print the nodes' artifact plan as JSON, change nothing")
+                             "plan: print the nodes' artifact plan as JSON, change nothing; "
+                             "path: print where a release file is in the cache (--only ID)")
     parser.add_argument("--source", help="auto, cache, mirror, upstream or build (fill's default: auto; plan's: "
                                          "settings.yml artifacts.source, and build is not for the nodes)")
     parser.add_argument("--cache", type=Path, default=default_cache(),
@@ -808,6 +809,13 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.write(text)
             return 0
         cache = args.cache.expanduser().resolve()
+        if args.command == "path":
+            ids = args.only or []
+            items = {a.id: a for a in plan(load_versions(), arches[0]) if a.kind == "file"}
+            if len(ids) != 1 or ids[0] not in items:
+                raise ArtifactError(f"path needs --only with one release file id ({', '.join(sorted(items))})")
+            print(cache / items[ids[0]].relpath)
+            return 0
         if args.list:
             manifest = Manifest(cache)
             for arch in arches:

@@ -163,3 +163,11 @@ def test_fewer_observing_checks_side_by_side_on_slow_machines(monkeypatch):
     assert cli.default_jobs() == cli.JOBS
     monkeypatch.setattr(Timing, "scale", 8.0)  # VMs under software emulation
     assert cli.default_jobs() == cli.SLOW_JOBS < cli.JOBS
+
+
+def test_progress_counts_the_checks_done_on_a_terminal_only():
+    from labs.runner import Progress
+
+    shown = Progress(3, True)
+    assert shown.tick().startswith(" [1/3 done, ") and shown.tick().startswith(" [2/3 done, ")
+    assert Progress(3, False).tick() == ""

@@ -1,0 +1,29 @@
+"""`lab ssh NODE [-- CMD]`: the ssh command line comes from the inventory, as the playbooks reach the machine."""
+
+import pytest
+
+from labs.cli import ssh_command
+from labs.registry import LabError
+
+INVENTORY = {"_meta": {"hostvars": {
+    "cp1": {"ansible_host": "192.168.56.11", "ansible_user": "root", "ansible_ssh_private_key_file": "/k/id"},
+    "e1": {"ansible_host": "192.168.56.91", "ansible_port": 2222},
+}}}
+
+
+def test_a_command_on_a_node():
+    argv = ssh_command(INVENTORY, "cp1", ["systemctl", "status", "etcd"])
+    assert argv[0] == "ssh" and argv[argv.index("-i"):argv.index("-i") + 2] == ["-i", "/k/id"]
+    assert argv[-4:] == ["root@192.168.56.11", "systemctl", "status", "etcd"]
+    assert "-t" not in argv
+
+
+def test_an_interactive_shell_on_any_machine():
+    argv = ssh_command(INVENTORY, "e1", [])
+    assert argv[-1] == "root@192.168.56.91" and "-t" in argv
+    assert argv[argv.index("-p") + 1] == "2222"
+
+
+def test_an_unknown_machine_names_the_known_ones():
+    with pytest.raises(LabError, match="no machine 'w9' in the inventory; the machines: cp1, e1"):
+        ssh_command(INVENTORY, "w9", [])
