@@ -15,7 +15,7 @@ from labs import __version__
 from labs.lab import Lab
 from labs.nodes import published_settings, read_inventory
 from labs.paths import DEFAULT_INVENTORY
-from labs.registry import LabError, Result, load_checks, render_see
+from labs.registry import LabError, Result, load_checks, plain, render_see
 from labs.restore import install_signal_handlers
 from labs.runner import run_checks
 from labs.timing import Timing
@@ -53,6 +53,18 @@ def cmd_list(checks) -> int:
     print(f"{'ID':4} {'kind':8} title")
     for chk in checks.values():
         print(f"{chk.id:4} {'disrupt' if chk.disruptive else 'observe':8} {chk.title}")
+    return 0
+
+
+def cmd_hint(checks, ident: str) -> int:
+    chk = checks[ident]
+    try:  # the hints name this cluster's addresses, ports and paths
+        settings = published_settings(Path(os.environ.get("K8S_LAB_INVENTORY") or DEFAULT_INVENTORY))
+    except LabError:
+        settings = {}
+    print(f"{chk.id}: {chk.title}\n\nWhen it fails:")
+    for hint in chk.hints:
+        print(f"  - {plain(render_see(hint, settings))}")
     return 0
 
 
@@ -140,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="the checks: ID, kind (observe/disrupt), title")
     show = sub.add_parser("show", help="a check's claim, source text, how to see it yourself")
     show.add_argument("id")
+    hint = sub.add_parser("hint", help="what a check's failure usually means, and where to look")
+    hint.add_argument("id")
     run = sub.add_parser("check", help="run checks against the live cluster")
     run.add_argument("ids", nargs="*", metavar="ID")
     run.add_argument("--all", action="store_true", help="every check")
@@ -164,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     checks = load_checks()
     try:
-        wanted = [args.id] if args.command == "show" else (args.ids if args.command == "check" else [])
+        wanted = [args.id] if args.command in ("show", "hint") else (args.ids if args.command == "check" else [])
         unknown = [i for i in wanted if i.upper() not in checks]
         if unknown:
             raise LabError(f"unknown check {', '.join(unknown)}: `lab list` shows the {len(checks)} checks "
@@ -175,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_list(checks)
         if args.command == "show":
             return cmd_show(checks, args.id.upper())
+        if args.command == "hint":
+            return cmd_hint(checks, args.id.upper())
         args.ids = [i.upper() for i in args.ids]
         return cmd_check(checks, args)
     except LabError as exc:

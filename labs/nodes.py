@@ -63,6 +63,12 @@ class NodeAccess:
             self._hostvars = data.get("_meta", {}).get("hostvars", {})
         return self._groups
 
+    def settings(self) -> dict:
+        """The resolved lab settings the inventory publishes (``lab_settings``; {} for an inventory without)."""
+        self.groups  # noqa: B018 - loads the inventory
+        return next((v["lab_settings"] for v in self._hostvars.values() if isinstance(v.get("lab_settings"), dict)),
+                    {})
+
     def setting(self, name: str, default=None):
         """A value of the resolved lab settings the inventory hands to the playbooks (``lab_settings``); the
         default for an inventory of other machines, which has none."""

@@ -43,6 +43,30 @@ class Check:
     see: list[str]
     does: str
     func: Callable
+    # What a failure usually means: each "*symptom*: advice" (Markdown, with the @placeholders@ of render_see), the
+    # symptom a pattern of the failure message where "…" stands for anything. Printed under a failed check, by
+    # `lab hint`, and on the check's page (labs.docs).
+    hints: list[str] = field(default_factory=list)
+
+    def hints_for(self, message: str, settings: dict | None = None) -> list[str]:
+        """The hints (filled from ``settings``) whose symptom matches ``message``; all of them when none does."""
+        hints = [render_see(h, settings or {}) for h in self.hints]
+        matching = [h for h in hints if (p := symptom_pattern(h)) and p.search(message)]
+        return matching or hints
+
+
+def symptom_pattern(hint: str) -> re.Pattern | None:
+    """The failure messages a hint's *symptom* describes: its text, "…" (and "[…]") standing for anything."""
+    match = re.match(r"\*(.+?)\*:", hint)
+    if not match:
+        return None
+    parts = re.split(r"\[…\]|…", match.group(1))
+    return re.compile(".*?".join(re.escape(part.strip()) for part in parts), re.S)
+
+
+def plain(hint: str) -> str:
+    """A hint for the terminal: its symptom without the Markdown emphasis."""
+    return re.sub(r"^\*(.+?)\*:", r"\1:", hint, count=1)
 
 
 REGISTRY: dict[str, Check] = {}
@@ -72,11 +96,11 @@ def render_see(line: str, settings: dict) -> str:
 
 
 def check(id: str, title: str, *, claim: str, texts: list[str], see: list[str], does: str,
-          disruptive: bool = False):
+          hints: list[str] | None = None, disruptive: bool = False):
     """Register a check function ``func(lab, ev)``."""
 
     def register(func: Callable) -> Callable:
-        REGISTRY[id] = Check(id, title, claim, texts, disruptive, see, does, func)
+        REGISTRY[id] = Check(id, title, claim, texts, disruptive, see, does, func, list(hints or []))
         return func
 
     return register

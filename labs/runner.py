@@ -9,7 +9,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from labs.registry import CheckFailed, CheckSkipped, Evidence, Result
+from labs.registry import REGISTRY, CheckFailed, CheckSkipped, Evidence, Result, plain
 from labs.restore import RESTORER
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ class Progress:
 
 
 PROGRESS = Progress(0, False)
+HINT_SETTINGS: dict = {}  # the running cluster's settings, which fill the hints' @placeholders@
 
 
 def print_result(res: Result, tty: bool) -> None:
@@ -77,6 +78,9 @@ def print_result(res: Result, tty: bool) -> None:
         print(f"          {line}")
     if res.message and res.status != "passed":
         print(f"          → {res.message}")
+    if res.status in ("failed", "error") and res.id in REGISTRY:
+        for hint in REGISTRY[res.id].hints_for(res.message, HINT_SETTINGS):
+            print(f"          hint: {plain(hint)}")
     print()
 
 
@@ -121,6 +125,8 @@ def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = Fals
     observing ones first."""
     global PROGRESS  # noqa: PLW0603 - one run at a time per process
     PROGRESS = Progress(len(chks), progress)
+    HINT_SETTINGS.clear()
+    HINT_SETTINGS.update(lab.settings())
     observe = [chk for chk in chks if not chk.disruptive]
     disrupt = [chk for chk in chks if chk.disruptive]
     results = run_parallel(lab, observe, jobs, tty)

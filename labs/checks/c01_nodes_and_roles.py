@@ -19,6 +19,23 @@ from labs.timing import wait_for
          "control-plane machine, each as the main process of its systemd unit, and none runs on a worker, "
          "whoever started it. (With an external etcd, etcd runs on its own machines instead, and on nothing "
          "else.) Then places an ordinary pod and sees it land on a worker.",
+    hints=[
+        "*inventory machines […], the cluster's nodes […]*: a machine never registered (its kubelet is stopped or "
+         "cannot reach the API server; see C16), or a Node is left over from a machine that is gone (`kubectl delete "
+         "node`).",
+        "*cp1 (control plane): kube-scheduler does not run as the main process of its unit (no such process)*: the "
+         "unit is stopped or crashing (`ssh cp1 systemctl status kube-scheduler`, `journalctl -u kube-scheduler`); a "
+         "disruptive check running at the same time also does this. With a process named in the parentheses instead, "
+         "the binary runs, but not as the unit's main process (started by hand while the unit is down).",
+        "*cp1: control-plane processes outside their units: pid … /usr/local/bin/etcd (…)*: a second copy of a "
+         "component runs beside its unit, started by hand (the parentheses name the unit or session scope holding "
+         "it).",
+        "*w1 (worker) runs control-plane components: pid … (…)*: a control-plane binary runs on a worker, as a unit "
+         "or from a shell: the two kinds of nodes are no longer separate.",
+        "*an ordinary pod was placed on cp1, not a worker*: the control-plane taint is gone (`kubectl describe node "
+         "cp1 | grep Taints`).",
+        "*timed out … waiting for the pod to be placed*: kube-scheduler is stopped on every control-plane node.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     nodes = {n.metadata.name: n for n in lab.core.list_node().items}

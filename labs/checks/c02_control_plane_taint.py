@@ -17,6 +17,19 @@ TAINT = "node-role.kubernetes.io/control-plane"
     does="Reads the taints of every control-plane node (each must carry the control-plane NoSchedule taint), then "
          "asks for two pods on each control-plane node: with the toleration it runs there; without it, it stays "
          "Pending with a FailedScheduling event naming the taint.",
+    hints=[
+        "*cp1 lacks the NoSchedule taint (taints: …)*: someone removed it (`kubectl taint node cp1 "
+         "node-role.kubernetes.io/control-plane:NoSchedule-`); re-run the playbooks (`make provision`) or add it back "
+         "with `kubectl taint node cp1 node-role.kubernetes.io/control-plane=:NoSchedule`.",
+        "*timed out … waiting for the tolerating pod on cp1 to run*: the kubelet or containerd on cp1 is not working, "
+         "or the scheduler is stopped.",
+        "*the pod without toleration for cp1: placed on cp1, …*: the taint was removed (or its effect changed) while "
+         "the check ran.",
+        "*timed out … waiting for a FailedScheduling event for the pod without toleration on cp1*: kube-scheduler is "
+         "stopped (nobody tries, so nobody refuses), or events are not being recorded.",
+        '*the pod without toleration for cp1: placed on nothing, …* without "untolerated taint" in the message: cp1 '
+         'was refused for another reason first, e.g. it is cordoned ("unschedulable"; `kubectl uncordon cp1`).',
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     for target in lab.control_plane:

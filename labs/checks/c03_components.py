@@ -17,6 +17,20 @@ NODE = ["kubelet", "kube-proxy", "containerd"]
          "unit is active and its main process "
          "executes the component's own binary (a unit that runs something else does not count), with the version "
          "that binary reports; then whether the runtime answers over CRI (crictl version).",
+    hints=[
+        "*w1: kube-proxy.service is inactive, its main process none — not kube-proxy*: the unit is stopped or "
+         "crashing (`ssh w1 systemctl status kube-proxy`, `journalctl -u kube-proxy`); a disruptive check (C25, C27, "
+         "…) running at the same time stops units for a while. *failed* or *activating* instead of *inactive*: it "
+         "keeps exiting.",
+        "*cp1: etcd.service is failed, …*: etcd failed to start — typically a certificate or data-directory problem "
+         "(`journalctl -u etcd`); with etcd down the API server fails next.",
+        "*w1: kube-proxy.service is active, its main process pid … /usr/bin/something (kube-proxy.service) — not "
+         "kube-proxy*: the unit runs another program (a drop-in in `/etc/systemd/system/kube-proxy.service.d/` that "
+         "replaces `ExecStart`: `systemctl cat kube-proxy`).",
+        "*`crictl version` exited 1*: containerd is down or its socket is not where `/etc/crictl.yaml` says.",
+        "*CRI does not answer: …*, or *CRI answers — …* naming another runtime: something other than the lab's "
+         "containerd (CRI-O, say) answers on the socket `/etc/crictl.yaml` names; the check expects containerd.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     for name in lab.machines:  # the nodes, and the machines of an external etcd (which run etcd only)

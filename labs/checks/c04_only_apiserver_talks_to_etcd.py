@@ -29,6 +29,24 @@ LAB_ADMIN = "lab-admin-"  # the scopes the lab runs its own etcdctl reads in (La
          "none to etcd. Then every etcd member is called without a client certificate (refused) and with a "
          "certificate of the cluster CA instead of etcd's (refused), next to a call with the API server's etcd "
          "client certificate (answers).",
+    hints=[
+        "*cp1: … -> etcd …:@ports.etcd_client@ is held by pid … /usr/local/bin/… (…), not by the API server's main "
+         "process*: another program talks to etcd — a component pointed at etcd, a tool left running, or an `etcdctl` "
+         "you run by hand on that machine at the same time (only the lab's own runs in `lab-admin-*` scopes are set "
+         "apart). The parentheses name the unit or session scope that holds the process.",
+        "*… is held by a process this look cannot see (ss: '…')*: `ss` saw the connection, but its process was gone "
+         "by the time the processes were listed (a short-lived client): re-run.",
+        "*cp2: etcd called from […], machines without an API server*: a client outside the control plane (a worker, "
+         "the host) holds a connection to etcd.",
+        "*cp1: kube-scheduler (main pid 0, inactive) holds connections to the API [], to etcd []*: the unit is "
+         "stopped — a disruptive check running at the same time does this; `systemctl status kube-scheduler`. With a "
+         "list after *to etcd*, the component itself was pointed at etcd.",
+        "*etcd cp2 answered a client without a certificate*: that member runs without `client-cert-auth`, or its "
+         "`trusted-ca-file` is missing (`/etc/etcd/etcd.conf.yml`, `systemctl cat etcd`).",
+        "*etcd cp2 answered a certificate that its CA did not sign*: that member trusts the cluster CA instead of "
+         "etcd's.",
+        "*etcd cp2 does not answer even a valid client certificate*: etcd is down on that member.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     ips = {**{m: lab.machine_ip(m) for m in lab.machines}, **node_ips(lab)}  # the nodes as they report themselves

@@ -41,6 +41,20 @@ def refusal(call) -> tuple[int, str]:
          "an anonymous request (401/403), and a request with the token of a fresh ServiceAccount that has no RBAC "
          "rights (403, the message naming the account: authenticated, not authorized). Then watches a new pod from "
          "its creation: stored without a node, bound later by default-scheduler (Scheduled event).",
+    hints=[
+        "*timed out … waiting for the default ServiceAccount of lab-c05-…*: kube-controller-manager, which creates "
+         "every namespace's `default` ServiceAccount, is stopped or slow.",
+        "*cp2 (https://…:@ports.api_server@): malformed pod: status created! …*: that API server stored an invalid "
+         "object — it is not the lab's kube-apiserver, or validation was switched off.",
+        "*cp2 (https://…:@ports.api_server@): anonymous request answered 200*: RBAC grants something to "
+         "`system:anonymous` or `system:unauthenticated`.",
+        "*cp2 (https://…:@ports.api_server@): ServiceAccount without rights: status allowed!*: that API server "
+         "authorizes everything (`--authorization-mode=AlwaysAllow` in `systemctl cat kube-apiserver`), or a "
+         "(Cluster)RoleBinding grants rights to all service accounts.",
+        "*the pod's versions do not show a later binding* (a timeout): kube-scheduler is stopped, the pod stays "
+         "Pending.",
+        "*no Scheduled event by default-scheduler*: another scheduler, or something else, set `nodeName`.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     cfg = lab.api_client.configuration

@@ -26,6 +26,16 @@ def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
          "value, in the API server's protobuf encoding, holds the data); changes it (new value, higher "
          "mod_revision); deletes it (key gone). Writes a Secret through every API server (each at its own "
          "address) and finds each value encrypted in etcd (k8s:enc:aescbc:v1:, plaintext absent).",
+    hints=[
+        "*cp1: etcd key … missing or without '…'*: the API server writes to another etcd (`--etcd-servers`) or "
+         "another prefix.",
+        "*the change is not in etcd*: the API server answered from somewhere else than the etcd read here.",
+        "*Secret written through cp2's API server (https://…) is not stored encrypted*: on that machine "
+         "`--encryption-provider-config` is missing, or its first provider is `identity`. Secrets written before "
+         "encryption was turned on stay in clear until rewritten (`kubectl get secrets -A -o json | kubectl replace "
+         "-f -`).",
+        "an etcdctl error: etcd is down on that member (a disruptive check may be running): re-run.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     prefix = lab.unit_arg(lab.control_plane[0], "kube-apiserver", "etcd-prefix") or "/registry"

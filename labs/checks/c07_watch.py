@@ -40,6 +40,21 @@ def component_conns(lab: Lab, api_ports: set[int]) -> tuple[set[tuple[str, str, 
          "caller — the scheduler, the controller-manager, every kubelet and kube-proxy each hold watches (kubelets "
          "on pods, kube-proxy on services and endpointslices). And the connections behind them: each component's "
          f"main process keeps the same sockets to an API server open over {WINDOW}s.",
+    hints=[
+        "*the watcher received [...]* with an event missing: the watch ended early (an API server restarted during "
+         "the check): re-run.",
+        "*cp1: the API server writes no audit log (--audit-log-path): re-run the playbooks*: the cluster was brought "
+         "up before the audit log was part of the lab (`make provision`).",
+        "*kube-scheduler (system:kube-scheduler) holds no open watch on any API server*: the component is stopped on "
+         "every control-plane node, or cannot reach an API server (`systemctl status kube-scheduler`).",
+        "*kube-proxy: 1 watches on services for 3 nodes*: kube-proxy is stopped, or cannot reach the API, on some "
+         "nodes.",
+        "*kubelet of w1 (system:node:w1) holds no watch on pods: …*: that node's kubelet is stopped or cannot reach "
+         "an API server.",
+        "*w1: no connection of kube-proxy's main process to the API server stayed open for 10s*: the component is "
+         "stopped or restarting (a disruptive check may be running), or it reconnects all the time (`journalctl -u "
+         "kube-proxy`).",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     api_ports = {int(s.rsplit(":", 1)[1]) for s in lab.api_servers().values()} | {int(lab.server.rsplit(":", 1)[1])}

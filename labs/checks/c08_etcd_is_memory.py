@@ -12,6 +12,18 @@ from labs.timing import wait_for
          "curl http://<pod-ip>:8080/     # from a worker: still answers", "ssh cp1 systemctl start etcd"],
     does="Creates a ConfigMap and a pod, stops etcd on every member, tries an API write (it fails) and calls the "
          "pod from a worker (it answers), starts etcd again and finds the ConfigMap intact.",
+    hints=[
+        "*timed out after 60s waiting for API writes to fail without etcd*: etcd did not really stop (a drop-in with "
+         "`KillMode=none` or `ExecStop=`, `pgrep -a etcd` still shows it), or the API server is connected to an etcd "
+         "outside the inventory's `etcd` group (`systemctl cat kube-apiserver | grep etcd-servers`).",
+        "*the pod did not answer while etcd was down: ''*: the pod network between w2 and the pod's node is broken "
+         "(claim C26) — this does not depend on etcd; check it with etcd running.",
+        "*timed out after 120s waiting for the API to read again*: etcd did not come back (`ssh cp1 journalctl -u "
+         "etcd`; in `ha`, a member waiting for its peers), or kube-apiserver gave up (`systemctl status "
+         "kube-apiserver`). With *(last error: … 404 …)* the API is back but the ConfigMap is gone: etcd came back "
+         "with an empty data directory.",
+        "*wrote ConfigMap 'before' through the API* marked NOT: the cluster was not writable before the check began.",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

@@ -13,6 +13,18 @@ from labs.timing import wait_for
          "ssh cp2 systemctl stop etcd; kubectl create configmap b  # fails"],
     does="With three members: stops one, writes (succeeds), stops a second, writes (fails), starts both, and "
          "finds three healthy members and the data written before. Skipped below three members.",
+    hints=[
+        "*timed out after 60s waiting for a write with one member down*: the two remaining members did not form a "
+         "quorum — one of them was already unhealthy before the check (`etcdctl endpoint health --cluster`), or the "
+         "API servers name only the stopped member (`systemctl cat kube-apiserver | grep etcd-servers`).",
+        "*timed out after 60s waiting for writes to fail with two members down*: the members did not really stop (a "
+         "unit with `KillMode=none`; `ssh cp2 pgrep -a etcd`), or the cluster has more than three members, so two "
+         "down still leaves a majority.",
+        "*timed out after 120s waiting for three healthy members*: a restarted member cannot rejoin — see `ssh cp3 "
+         "journalctl -u etcd` (peer certificate, a changed member ID after its data directory was removed).",
+        "*timed out … waiting for the data written with one member down*: the API server is not back yet, or, with a "
+         "404, the committed write was lost — which Raft should never allow.",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

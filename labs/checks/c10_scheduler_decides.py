@@ -20,6 +20,23 @@ from labs.timing import wait_for
          "have taken (its podMaxBackoffSeconds, or three times the time just measured, whichever is longer); "
          "starts the schedulers, sees the Scheduled event from default-scheduler and the container in the runtime "
          "of that node only.",
+    hints=[
+        "*timed out after 60s waiting for the scheduler to bind a pod*: the scheduler was already down before the "
+         "check (`systemctl status kube-scheduler`), or none of them is leader.",
+        "*the pod got node 'w1' without a scheduler*: a scheduler still runs — the unit did not stop it (a drop-in "
+         "with `KillMode=none`; `ssh cp1 pgrep -a kube-scheduler`), or a second scheduler outside the inventory's "
+         "control plane is connected to the API.",
+        "*timed out after 120s waiting for a node for the pod*: the schedulers did not come back (`systemctl status "
+         "kube-scheduler`, `journalctl -u kube-scheduler`), or none of them became leader.",
+        "*timed out … waiting for the Scheduled event*: the event was not recorded (or lost when an API server "
+         "restarted); re-run. *the Scheduled event comes from '…', not default-scheduler*: another scheduler bound "
+         "it.",
+        "*w1: container presence wrong (runs=False, scheduled on w1)*: the pod's container is not running on its own "
+         "node at that moment (it exited or is being restarted: `kubectl describe pod`). With *runs=True* on another "
+         "node, a container carrying the check's namespace label runs where the scheduler did not send it — something "
+         "other than the kubelet started it.",
+        "*timed out … waiting for the pod to run*: the chosen node's kubelet or containerd is not working (C17, C22).",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

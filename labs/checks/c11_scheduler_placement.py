@@ -39,6 +39,23 @@ def failed_scheduling(lab: Lab, ns: str, pod: str) -> str:
          "Then taints the last worker NoSchedule and scales up again: no new replica lands there; removes the "
          "taint. (Needs two workers for the cordon and taint legs; disruptive because cordons and taints change "
          "where every other pod may go.)",
+    hints=[
+        "*pod asking N CPUs: node …*: a node can allocate that much (the check computes N from the nodes, so this "
+         "means a node's allocatable changed during the check), or a scheduler placed it without comparing requests "
+         "with free resources.",
+        "*timed out … waiting for FailedScheduling for the big pod*: kube-scheduler is stopped — or it bound the pod "
+         "to a node, so it never refused it: its configuration disables the `NodeResourcesFit` filter.",
+        "*nodeSelector w2: placed on …*: a scheduler that ignores node selectors.",
+        "*new replica …: on w1 (cordoned node: w1), Scheduled by {'default-scheduler'}*: the scheduler placed a pod "
+         "on a cordoned node: its configuration disables the `NodeUnschedulable` filter. *on w2 (tainted node: w2)*: "
+         "the same for taints (`TaintToleration`). *on cp1*: the control-plane taint is gone (`kubectl describe node "
+         "cp1 | grep Taints`).",
+        "*timed out … waiting for web-…'s Scheduled event*: the replica has a node but no Scheduled event — something "
+         "else set `nodeName`, or the event was lost (an API server restarted): re-run. A set other than "
+         "`{'default-scheduler'}` after *Scheduled by*: another scheduler bound it.",
+        "*timed out … ready pods*: kube-controller-manager is stopped (no replicas are created), or the open worker "
+         "cannot run them.",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

@@ -17,6 +17,11 @@ REPLICAS = 3
     does=f"Runs a Deployment of {REPLICAS} replicas, deletes one of its pods, and waits (bounded) until a "
          "replacement with a new name, owned by the same ReplicaSet, is ready and the count is back to "
          f"{REPLICAS}; shows the ReplicaSet controller's SuccessfulCreate event for it.",
+    hints=[
+        "*timed out … 3 ready pods*: kube-controller-manager is stopped (no replacement is created) or kube-scheduler "
+         "is (the replacement stays Pending).",
+        "*the replacement's owner is …*: something else than the ReplicaSet created the pod.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C12") as ns:

@@ -26,6 +26,17 @@ def deployment(name: str, replicas: int) -> dict:
     does="Runs a one-replica Deployment and times how long the controllers take to create a pod when it is scaled "
          "to two. Stops the controller manager everywhere, scales to four and sees no new pod for three times that "
          "long (at least 5 s); starts it and sees the four pods appear.",
+    hints=[
+        "*pods appeared without the controller manager (4)*: a controller manager still runs — the unit's stop did "
+         "not end the process (`ssh cp1 pgrep -a kube-controller`), or one runs outside the inventory's control "
+         "plane.",
+        "*timed out after 90s waiting for the Deployment's first pod*, or *… waiting for the controllers to create "
+         "the second pod*: the controller manager was already down before the check (a disruptive check running at "
+         "the same time?) — `kubectl get events -n lab-c13-…`.",
+        "*timed out after 120s waiting for the controllers to create the missing pods*: the controller manager did "
+         "not come back or did not become leader (`journalctl -u kube-controller-manager`, `kubectl -n kube-system "
+         "get lease kube-controller-manager`).",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

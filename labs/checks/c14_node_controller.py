@@ -15,6 +15,17 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
     does="Stops the kubelet on a worker, waits at most the controller manager's --node-monitor-grace-period (plus "
          "the lease renewal margin) for Ready to turn Unknown/False and the unreachable taint to appear, then starts "
          "the kubelet and waits for Ready.",
+    hints=[
+        "*w2 is Ready* marked NOT: the node was already not Ready before the check; fix that first (`kubectl describe "
+         "node w2`, `ssh w2 systemctl status kubelet`).",
+        "*timed out after 60s waiting for w2 to be marked not Ready*: the kubelet kept reporting — the stop did not "
+         "end it (`ssh w2 pgrep -a kubelet`) — or the node controller is not running (kube-controller-manager "
+         "stopped, or not leader anywhere).",
+        "*timed out after 30s waiting for the unreachable taint*: the node lifecycle controller marks the condition "
+         "but does not taint — a controller-manager flag or feature gate changed.",
+        "*timed out after 90s waiting for w2 Ready again*: the kubelet does not come back (`ssh w2 journalctl -u "
+         "kubelet`), e.g. its client certificate or kubeconfig is unusable.",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

@@ -24,6 +24,12 @@ REACTION = 30  # seconds: the controller reacts to watch events, not to a timer
          "GreetingController (labs/controller.py, official client, watch + reconcile) in a thread for a bounded "
          "time: the derived ConfigMap appears, owned by the source and written by the controller's field manager; "
          "it follows a change of the source and is put back after someone tampers with it.",
+    hints=[
+        "*team-greeting exists before the controller runs*: another copy of the controller is running against the "
+         "namespace.",
+        "*timed out … the controller to …*: the controller died; *controller: [...]* shows its exception (an API "
+         "server restart during the check breaks its watch): re-run.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C15") as ns:

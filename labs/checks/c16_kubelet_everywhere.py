@@ -11,6 +11,21 @@ from labs.registry import Evidence, check
     does="For each inventory machine: kubelet.service active with a kubelet as its main process, a Node object of "
          "the same name whose kubelet version is that binary's, Ready, and a current heartbeat (its Lease renewed "
          "within leaseDurationSeconds, by the API server's clock).",
+    hints=[
+        "*w1: kubelet.service is inactive (main process none)*: the unit is stopped or crash-looping (`ssh w1 "
+         "systemctl status kubelet`, `journalctl -u kubelet`); C14 stops it for a minute while it runs. *failed*, "
+         "*activating* or *deactivating* instead: it is exiting or restarting.",
+        "*w1: kubelet.service is active (main process pid … /usr/bin/… (kubelet.service))*: the unit runs another "
+         "program than the kubelet (a drop-in that replaces `ExecStart`: `systemctl cat kubelet`).",
+        "*w1: no Node object*: the kubelet runs but never registered — it cannot reach the API server (`journalctl -u "
+         "kubelet | grep -i -e register -e refused`), its certificate is refused, or its Node was deleted by hand (a "
+         "kubelet restart registers it again).",
+        "*w1: the Node reports kubelet v… but the node runs v…*: the binary was replaced and the kubelet not "
+         "restarted since, or the Node belongs to another machine of the same name.",
+        "*w1: Ready=False, Lease renewed …s ago (leaseDurationSeconds 40)*: the node is not Ready (`kubectl describe "
+         "node w1`), or its kubelet has stopped renewing its Lease (it cannot reach the API server). A Lease age far "
+         "off on every node: this host's clock is off.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     registered = {n.metadata.name: n for n in lab.core.list_node().items}

@@ -16,6 +16,18 @@ from labs.timing import wait_for
     does="Creates, for every worker, a pod with spec.nodeName already set to it (the scheduler is not involved: no "
          "Scheduled event). Each pod runs; its events come from that worker's kubelet; its container is in that "
          "worker's containerd (crictl, same id as the pod status) and in no other node's.",
+    hints=[
+        "*timed out … waiting for pod lab-c17-…/bound-1 to run*: the kubelet of that pod's worker is stopped or its "
+         "node NotReady.",
+        "*bound-0: a Scheduled event exists: the scheduler took part*: the pod went through a scheduler after all (an "
+         "admission webhook cleared `nodeName`).",
+        "*bound-0: no Started event from w1's kubelet*: the container was started, but the event is missing or "
+         "reported by someone else (events can be lost when an API server restarts): re-run.",
+        "*w1: crictl shows '', bound-0's status says …*: the runtime on the pod's own node does not list the "
+         "container the pod status names.",
+        "*w2: bound-0's container … too*: the container is also on another machine — two machines registered the same "
+         "node name.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C17") as ns:

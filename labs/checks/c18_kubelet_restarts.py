@@ -27,6 +27,13 @@ def restarted(lab: Lab, ns: str, count: int):
          "(crictl inspect) and kills it with SIGKILL: restartCount goes up, the last state shows the kill (137), and "
          "the pod runs again. Then makes /healthz fail (exec: create /tmp/unhealthy): the kubelet reports Unhealthy, "
          "kills and restarts the container.",
+    hints=[
+        "*timed out … the container to be restarted*: the kubelet on the pod's node is stopped.",
+        "*last exit …* other than 137: the process had exited by itself before the kill.",
+        "*timed out … the liveness probe to restart the container*: the probe is not running (kubelet stopped) or "
+         "`/healthz` does not fail (an older test image without the `/tmp/unhealthy` switch).",
+        "*exec sh -c … : …*: the exec failed (API server cannot reach the kubelet, see C21).",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C18") as ns:

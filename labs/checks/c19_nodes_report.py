@@ -20,6 +20,16 @@ RENEW_FRACTION = 0.25  # the kubelet renews its Lease every quarter of leaseDura
          "that interval (plus a quarter, more on slow machines: timeout_scale); compares each Node's "
          "capacity with the machine (nproc, MemTotal); checks its conditions: Ready, no pressure, last heartbeat "
          "younger than the kubelet's nodeStatusReportFrequency plus the lease duration.",
+    hints=[
+        "*timed out … waiting for every node's Lease to be renewed twice (renew interval 10s = leaseDurationSeconds "
+         "40 / 4)*: a kubelet is stopped or cannot reach the API server (a disruptive check, C14 or C27, may be "
+         "running).",
+        "*w1: Lease renewed 14.2s after the previous renewal, more than its renew interval 10s allows (12.5s)*: the "
+         "kubelet renews late — the machine or the API server is overloaded, or the kubelet was restarting.",
+        "*capacity … machine …*: the machine was resized and the kubelet not restarted, or the kubelet sees another "
+         "cgroup than the machine (`cat /sys/fs/cgroup/cpuset.cpus.effective`).",
+        "*conditions …, heartbeat N s ago*: the node is NotReady or under pressure (`kubectl describe node`).",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     leases = {n: lab.coordination.read_namespaced_lease(n, "kube-node-lease").spec for n in lab.nodes}

@@ -35,6 +35,14 @@ def status_of(call) -> int:
          "removed afterwards) with the official client against the API server: the certificate's subject is "
          "system:node:<name> in system:nodes; it reads its own Node and a Secret mounted by a pod on its node, but "
          "is refused (403) a Secret no pod on its node uses and a change to another Node.",
+    hints=[
+        "*GET Secret other -> 200*: the Node authorizer is off (`--authorization-mode` without `Node`) and RBAC gives "
+         "`system:nodes` more, e.g. a ClusterRoleBinding of `system:node` to the group.",
+        "*PATCH Node w2 -> 200*: NodeRestriction is not enabled (`--enable-admission-plugins`).",
+        "*its own Node -> 401*: the kubelet's certificate is not signed by the API server's `--client-ca-file`.",
+        "*CN=…, O=…* other than `system:node:<name>` / `system:nodes`: the kubelet runs with another identity and the "
+         "Node authorizer does not recognise it.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     node, other = lab.workers[0], lab.workers[-1] if len(lab.workers) > 1 else lab.control_plane[0]

@@ -20,6 +20,15 @@ EXEC_SECONDS = 15  # how long the exec keeps its stream (and the API server's co
          "certificate (200). During a "
          f"{EXEC_SECONDS}s exec, lists the connections to the kubelet port on the pod's node: a new one comes from a "
          "control-plane node (the API server relaying the exec).",
+    hints=[
+        "*w1's kubelet: anonymous GET https://…:10250/pods -> 200 (want 401), …*: anonymous authentication is on in "
+         "that kubelet's config and its authorization mode is `AlwaysAllow`. With *-> 403* instead: anonymous "
+         "requests are let in (and then refused by the webhook): `authentication.anonymous.enabled` is true.",
+        "*… with the kubelet-client certificate -> 403 (want 200)*: the ClusterRoleBinding for "
+         "`kube-apiserver-kubelet-client` is missing (`roles/kubelet_rbac`); `kubectl logs` and `exec` fail the same "
+         "way. *-> 000* on both: that kubelet does not answer (stopped, or its port unreachable from cp1).",
+        "*timed out … a new connection*: the exec did not reach the kubelet (its error is printed by the thread).",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     ips = node_ips(lab)

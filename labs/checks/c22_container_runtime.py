@@ -15,6 +15,14 @@ from labs.registry import Evidence, check
     does="Starts a pod, then on its node: the image is in containerd's k8s.io namespace (ctr) and known over CRI "
          "(crictl images, same id as the pod's imageID); crictl lists the pod's sandbox and its container with the "
          "id the pod status reports; the Node reports containerd as its runtime.",
+    hints=[
+        "*reports the runtime …* other than containerd: the kubelet talks to another CRI runtime.",
+        "*… not in containerd* while the pod runs: the kubelet's `containerRuntimeEndpoint` points to another "
+         "runtime, or the image was removed from containerd after the container started (`ctr -n k8s.io images rm`, "
+         "`crictl rmi`): a running container does not need its image any more, the next one on that node would.",
+        "*crictl image … vs pod imageID …*: the image was imported again with different content after the pod "
+         "started.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     image = test_image()

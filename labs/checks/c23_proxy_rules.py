@@ -14,6 +14,13 @@ from labs.timing import wait_for
     does="Reads kube-proxy's mode on every node, creates a Service (with a backend pod) and waits, at most "
          "kube-proxy's sync period, until rules naming its ClusterIP are in every node's iptables (or nftables); "
          "deletes the Service and waits, as long, until they are gone everywhere.",
+    hints=[
+        "*timed out … rules for … on w1*: kube-proxy on that machine is stopped or cannot reach the API server (claim "
+         "C25), or it runs in another mode than its configuration file says (`journalctl -u kube-proxy | grep -i "
+         "proxier`).",
+        "*timed out … the rules for … to leave w1*: kube-proxy stopped after writing them: stale rules stay until it "
+         "runs again.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     configs = {node: proxy_config(lab, node) for node in lab.nodes}

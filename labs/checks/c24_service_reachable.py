@@ -34,6 +34,13 @@ def answers(text: str) -> Counter:
          f"{REQUESTS} requests to the ClusterIP from every node (curl) and from a pod on a worker (exec of the "
          "image's HTTP client, `echo-server get`): every client gets its answers, and they come from more than one "
          "backend pod, including pods on other nodes.",
+    hints=[
+        "*timed out … 12 answers from … on cp1*: that machine lacks the Service's rules (C23: kube-proxy) or cannot "
+         "reach the backends' node (C26: pod network).",
+        "*pod client@w1: … 0 of them on other nodes* or fewer than 12 answers: traffic between pods on different "
+         "workers is broken (routes to the other pod ranges, `pod-network.service`).",
+        "*only [...] answered*: the Service has a single ready endpoint (`kubectl get endpointslices`).",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C24") as ns:

@@ -24,6 +24,16 @@ def rules(lab: Lab, node: str, ip: str) -> list[str]:
     does="Stops kube-proxy on a worker, creates a Service, sees its ClusterIP in the rules of another node, then "
          "watches the stopped worker's rules for a whole kube-proxy sync period (its config's syncPeriod): no rule "
          "for the Service appears; starts kube-proxy and sees the rules appear.",
+    hints=[
+        "*w2 has rules for … without kube-proxy: […]*: kube-proxy did not stop (the unit's stop left the process "
+         "running: `ssh w2 pgrep -a kube-proxy`), or another proxy writes Service rules on w2. The first two matching "
+         "rules are shown.",
+        "*timed out after 30s waiting for rules for … on w1*: kube-proxy on w1 is down or cannot reach the API "
+         "server, or the rules are somewhere the check does not read (`nft` missing on the node, iptables in legacy "
+         "mode with no endpoints: the REJECT rule lives in the legacy filter table).",
+        "*timed out after 60s waiting for rules for … on w2*: kube-proxy did not come back on w2 (`ssh w2 systemctl "
+         "status kube-proxy`, `journalctl -u kube-proxy`).",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

@@ -18,6 +18,17 @@ from labs.registry import CheckSkipped, Evidence, check
          "lies in its node's range. Runs one pod per worker; each one fetches the other's page by pod IP: the "
          "answer names the other pod and node, the server logs the caller's own pod IP (no address translation), "
          "and the node routes the other range via the other node.",
+    hints=[
+        "*nodes without a pod range* / *overlapping ranges*: the kubelet role did not set `podCIDR`, or two nodes "
+         "were given the same range.",
+        "*pods outside their node's range*: the CNI configuration on that node uses another subnet than its Node says "
+         "(`@paths.cni_conf_dir@/`).",
+        "*exec echo-server get … : …* (no answer): the route to the other range is missing (`ip route` on the worker, "
+         "`systemctl status pod-network`) or forwarding is off (`sysctl net.ipv4.ip_forward`).",
+        "*logged …, not the caller's pod IP*: traffic between pods is masqueraded (a too wide MASQUERADE rule).",
+        "*does not route … via …*: the route goes elsewhere (a default route, an overlay): the check's picture of "
+         "direct routing does not hold.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     if len(lab.workers) < 2:

@@ -26,6 +26,20 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver"]
          "10 s) for lines in that worker's kubelet journal, written after the stop, that name the API server "
          "address from the kubelet's kubeconfig: its attempts to reconnect. Restores the units, waits for every "
          "node Ready and schedules a new pod.",
+    hints=[
+        "*the API still answers writes*: the write succeeded — some control-plane unit did not stop (`ssh cp1 pgrep "
+         "-a kube-apiserver`), or the kubeconfig reaches an API server outside the inventory's control plane.",
+        "*the pod did not answer: ''*: the pod network between the two workers is broken (claim C26; check with the "
+         "control plane up), or the pod died.",
+        "*timed out … waiting for kubelet lines on w1 naming @api@ after the stop*: the kubelet logged nothing about "
+         "its API server (`journalctl -u kubelet --since -2min` shows what it says), or the worker's journal is not "
+         "kept.",
+        "*timed out after 180s waiting for all nodes Ready (…)*, or *… for every component's unit to be active "
+         "again*: the control plane did not come back — etcd members waiting for a missing peer (`ssh cp2 journalctl "
+         "-u etcd`), or kube-apiserver failing to start (`journalctl -u kube-apiserver`).",
+        "*timed out after 90s waiting for the new pod to schedule*: kube-scheduler did not come back or did not "
+         "become leader.",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

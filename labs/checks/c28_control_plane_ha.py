@@ -14,6 +14,18 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", 
     does="With several control-plane nodes: takes the one holding the shared API address out (all its control-plane "
          "units and its load balancer), then reads and writes through the same address. Skipped with one "
          "control-plane node.",
+    hints=[
+        "*timed out after 60s waiting for a write through `https://@api@` with cp1 down*: the address did not move "
+         "(keepalived on cp2/cp3 stopped, or VRRP between the nodes blocked: `ssh cp2 journalctl -u keepalived`), or "
+         "it moved but no API server behind it is ready — the other API servers are down (`ssh cp2 systemctl status "
+         "kube-apiserver`), or etcd lost its quorum because another member was already down.",
+        "*the API address moved to ?* (evidence, not a failure): no other control-plane node holds the kubeconfig's "
+         "address — usually because that address is not the shared one at all (a kubeconfig naming one node's API "
+         "server directly, as on a single-node cluster), so the check could not tell which node to take out and took "
+         "cp1.",
+        "The check ends in *error* with *cluster not healthy after the check*: cp1's units did not come back (etcd "
+         "rejoining: `ssh cp1 journalctl -u etcd`).",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

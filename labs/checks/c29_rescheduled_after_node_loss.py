@@ -30,6 +30,15 @@ def pods(lab: Lab, ns: str) -> list:
          "is no longer Ready and carries the NoExecute taint; within the toleration the pods are evicted (marked for "
          "deletion) and the Deployment's replacements run on other nodes. Starts the kubelet: the node is Ready "
          "again and the evicted pods are gone.",
+    hints=[
+        "*the replicas did not all start on w2*: a worker was not cordoned, or w2 refused the pods (taints, `kubectl "
+         "describe node w2`).",
+        "*timed out … waiting for w2 to be marked not Ready* or *… a NoExecute taint on w2*: see C14.",
+        "*timed out … waiting for the pods on w2 to be evicted*: the taint-eviction controller does not run (`ssh cp1 "
+         "systemctl cat kube-controller-manager | grep controllers`), or no controller manager leads.",
+        "*timed out … waiting for 2 ready pods app=web*: no replacements run — the ReplicaSet controller or the "
+         "scheduler does not act, or no other node accepts the pods (`kubectl get events`).",
+    ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:

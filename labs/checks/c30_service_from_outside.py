@@ -46,6 +46,13 @@ def ask(url: str) -> str:
          "node's address (control-plane nodes included: kube-proxy runs on each), waiting at most kube-proxy's "
          "sync period for the rules: every address answers, and every answer comes from one of the Service's "
          "backend pods. From a pod, the same Service answers at its ClusterIP.",
+    hints=[
+        "*timed out … waiting for 8 answers from http://ADDRESS:PORT/ (NODE) on this host*: that node has no rules "
+         "for the node port (kube-proxy stopped: `ssh NODE systemctl status kube-proxy`), or its routes to the other "
+         "nodes' pod ranges are missing (`ssh NODE ip route`), or this host does not reach the node network.",
+        "*answers from pods that are not the Service's backends*: something else answers on that port on the node.",
+        "*pod client -> ClusterIP*: see C24.",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C30") as ns:

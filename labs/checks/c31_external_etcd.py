@@ -28,6 +28,15 @@ def hosts(urls: list[str]) -> set[str]:
          "server's --etcd-servers names only those machines and its main process holds connections to them; a "
          "ConfigMap written through the API is then read back from every etcd machine with etcdctl. Skipped where "
          "etcd is stacked on the control-plane nodes (the default and ha profiles).",
+    hints=[
+        "*CPn (control plane) runs etcd*: a process executes an etcd binary on a control-plane node (`ssh cp1 ps -o "
+         "pid,args -C etcd`): someone started one by hand, or the node was provisioned with a stacked profile before.",
+        "*etcd's members are at …, not the etcd machines*: a member was added or left (`etcdctl member list`).",
+        "*kube-apiserver --etcd-servers names …*: the API server's unit was written for another inventory; re-run "
+         "`make provision`.",
+        "*kube-apiserver's connections to etcd go to no etcd machine*: the API server has not connected yet (it just "
+         "restarted) or cannot reach etcd (`journalctl -u kube-apiserver | grep etcd`).",
+    ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     external, profile = lab.external_etcd, lab.setting("profile", "?")

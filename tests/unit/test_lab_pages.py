@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from labs.registry import load_checks
+from labs.docs import updated
+from labs.registry import load_checks, symptom_pattern
 
 PAGES = Path(__file__).resolve().parents[2] / "docs" / "labs"
 
@@ -16,3 +17,21 @@ def test_every_check_has_its_page(ident):
     assert page.startswith(f"# {ident} — {chk.title}\n"), page.splitlines()[0]
     assert f"**Claim.** {chk.claim}" in page
     assert f"[{ident}]({ident}.md)" in (PAGES / "README.md").read_text()
+
+
+@pytest.mark.parametrize("ident", sorted(load_checks()))
+def test_the_page_says_what_a_failure_means_from_the_checks_hints(ident):
+    """One source: the page's "When it fails" section is the check's hints (`python3 -m labs.docs` rewrites it)."""
+    chk = load_checks()[ident]
+    assert chk.hints, f"{ident} has no hints"
+    page = (PAGES / f"{ident}.md").read_text()
+    assert updated(page, chk) == page, f"docs/labs/{ident}.md is stale: run `python3 -m labs.docs`"
+
+
+def test_a_failure_message_picks_the_hints_for_its_symptom():
+    chk = load_checks()["C09"]
+    picked = chk.hints_for("timed out after 60s waiting for writes to fail with two members down (last error: x)")
+    assert len(picked) == 1 and picked[0].startswith("*timed out after 60s waiting for writes to fail")
+    assert chk.hints_for("an unknown failure") == chk.hints
+    assert symptom_pattern("*etcd … answered a client without a certificate*: x").search(
+        "etcd cp2 answered a client without a certificate: {}")

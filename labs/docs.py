@@ -1,0 +1,72 @@
+"""The parts of the lab pages (docs/labs/CNN.md) that come from the checks themselves, so that they have one source:
+the "When it fails" section is the check's hints.
+
+    python3 -m labs.docs [--check]   # rewrite the sections from the checks (--check: only say which are stale)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+from labs.registry import Check, load_checks, render_see
+
+PAGES = Path(__file__).resolve().parent.parent / "docs" / "labs"
+WIDTH = 115
+SECTION = re.compile(r"^## When it fails\n.*?(?=^## |\Z)", re.S | re.M)
+
+
+KEEP = "\x00"  # a space inside `code`, where no line may break
+
+
+def bullet(hint: str) -> str:
+    """One hint as a Markdown list item, wrapped at WIDTH, never inside a `code span`."""
+    whole = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", KEEP), hint)
+    text = textwrap.fill(whole, WIDTH, initial_indent="- ", subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
+    return text.replace(KEEP, " ")
+
+
+def shipped_settings() -> dict:
+    """The settings the pages show: settings.yml's default profile (never a running cluster's)."""
+    from tools import settings
+
+    return settings.load(settings.SETTINGS_FILE, profile="default", provider="docker")
+
+
+def hints_section(chk: Check, values: dict | None = None) -> str:
+    values = shipped_settings() if values is None else values
+    return "## When it fails\n\n" + "\n".join(bullet(render_see(h, values)) for h in chk.hints) + "\n\n"
+
+
+def updated(page: str, chk: Check, values: dict | None = None) -> str:
+    """The page with its "When it fails" section made from the check's hints (filled from ``values``, by default
+    the shipped settings)."""
+    if not SECTION.search(page):
+        raise ValueError(f"{chk.id}: the page has no '## When it fails' section")
+    section = hints_section(chk, values)
+    return SECTION.sub(lambda _: section, page, count=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m labs.docs", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a page is stale")
+    args = parser.parse_args(argv)
+    stale, values = [], shipped_settings()
+    for ident, chk in load_checks().items():
+        path = PAGES / f"{ident}.md"
+        text = path.read_text()
+        new = updated(text, chk, values)
+        if new != text:
+            stale.append(ident)
+            if not args.check:
+                path.write_text(new)
+    print(f"{'stale' if args.check else 'updated'}: {', '.join(stale) or 'none'}")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
