@@ -14,7 +14,7 @@ PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke check molecule lint unit integration test test-labs test-vm test-topologies test-fresh-host lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status check molecule lint unit integration test test-labs test-vm test-topologies test-fresh-host lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -80,6 +80,13 @@ down: deps ## destroy the machines and everything they left (containers, VMs, vo
 		tools/node-image/cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])'); \
 		tools/vm-cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["cluster_name"])')
 	@$(PY) -m tools.settings forget
+
+repair: settings ## re-run the playbooks, then wait (at most 5 min) until `lab status` says the lab is healthy
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/site.yml
+	@$(VENV)/bin/lab status --wait 300
+
+status: ## is the lab healthy? machines, API, nodes, every component's unit (exit 1 when not)
+	@$(VENV)/bin/lab status
 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
 	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)

@@ -169,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report")
+    st = sub.add_parser("status", help="is the lab healthy? machines, API, nodes, every component's unit")
+    st.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                    help="look again until healthy, at most this long (make repair)")
+    st.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: as for check)")
+    st.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
     ssh = sub.add_parser("ssh", help="a shell, or one command, as root on a machine of the lab (any provider)",
                          description="lab ssh NODE [-- COMMAND ...]: what the playbooks use to reach NODE (address, "
                                      "user, key from the inventory)")
@@ -185,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
                            f"({', '.join(checks)}).")
         if args.command == "ssh":
             return cmd_ssh(args)
+        if args.command == "status":
+            from labs.status import main_status
+
+            return main_status(Lab(args.kubeconfig, args.inventory), args.wait)
         if args.command == "list":
             return cmd_list(checks)
         if args.command == "show":

@@ -1,0 +1,119 @@
+"""`lab status`: one screen that says whether the lab is healthy: each machine with its Vagrant state and provider,
+the API endpoint, each node's Ready condition, each component's unit on each machine; for a unit that is down, its
+last journal lines and the command that shows more. Healthy only when everything is."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, field
+
+from labs.lab import LB_UNITS, Lab
+from labs.paths import ROOT
+from labs.registry import LabError
+
+NODE_UNITS = ("containerd", "kubelet", "kube-proxy", "pod-network")
+JOURNAL_LINES = 5
+
+
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def ok(self, line: str) -> None:
+        self.lines.append(f"  ok    {line}")
+
+    def bad(self, line: str, *details: str) -> None:
+        self.lines.append(f"  DOWN  {line}")
+        self.lines += [f"          {d}" for d in details]
+        self.problems.append(line)
+
+
+def expected_units(lab: Lab, machine: str) -> list[str]:
+    """The units the playbooks install on a machine, by its roles."""
+    units = list(lab.control_plane_components(machine))
+    if machine in lab.nodes:
+        units += NODE_UNITS
+    if machine in lab.control_plane and len(lab.control_plane) > 1:
+        units += LB_UNITS
+    return units
+
+
+def vagrant_machines() -> dict[str, tuple[str, str]]:
+    """Machine -> (state, provider) as `vagrant status` reports them; {} where Vagrant cannot say."""
+    try:
+        import vagrant
+
+        return {s.name: (s.state, s.provider or "?") for s in vagrant.Vagrant(str(ROOT), quiet_stderr=True).status()}
+    except Exception:  # noqa: BLE001 - another inventory's machines, or no Vagrant: nothing to report
+        return {}
+
+
+def units_on(lab: Lab, machine: str, units: list[str]) -> dict[str, str]:
+    """Unit -> its ActiveState on the machine ("unreachable" for every unit when the machine does not answer)."""
+    script = "; ".join(f"echo {u} $(systemctl show -P ActiveState {u} 2>/dev/null || echo unknown)" for u in units)
+    try:
+        out = lab.sh(machine, script)
+    except Exception:  # noqa: BLE001 - a machine that is off or unreachable
+        return dict.fromkeys(units, "unreachable")
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def status(lab: Lab) -> Report:
+    report = Report()
+    report.lines.append(f"API {lab.server}")
+    try:
+        report.ok(f"API server answers ({lab.ping()})")
+        api = True
+    except LabError as exc:
+        report.bad("API server does not answer", str(exc).split(". ")[0])
+        api = False
+    machines = vagrant_machines()
+    report.lines.append("machines")
+    for machine in lab.machines:
+        state, provider = machines.get(machine, ("(not a Vagrant machine of this checkout)", "-"))
+        line = f"{machine:4} {state} ({provider}), {lab.machine_ip(machine)}"
+        if machines and state != "running":
+            report.bad(line, f"start it: make start NODES={machine}")
+        else:
+            report.ok(line)
+    if api:
+        report.lines.append("nodes")
+        ready = set(lab.ready_nodes())
+        for node in lab.nodes:
+            (report.ok if node in ready else report.bad)(f"{node} Ready" if node in ready else f"{node} not Ready",
+                                                        *(() if node in ready else (f"kubectl describe node {node}",)))
+    report.lines.append("components")
+    found = lab.on_each(lab.machines, lambda m: units_on(lab, m, expected_units(lab, m)))
+    for machine in lab.machines:
+        for unit, state in found[machine].items():
+            if state == "active":
+                report.ok(f"{machine}: {unit}")
+                continue
+            details = []
+            if state != "unreachable":
+                journal = lab.sh(machine, f"journalctl -u {shlex.quote(unit)} -n {JOURNAL_LINES} --no-pager -o cat",
+                                 check=False)
+                details = [line[:160] for line in journal.splitlines()[-JOURNAL_LINES:]]
+            details.append(f"more: lab ssh {machine} -- journalctl -u {unit} -n 50 --no-pager")
+            report.bad(f"{machine}: {unit} {state}", *details)
+    return report
+
+
+def main_status(lab: Lab, wait: float = 0) -> int:
+    """Print the status; with ``wait``, look again (every 10 s, at most ``wait`` seconds) until it is healthy."""
+    deadline = time.monotonic() + wait
+    report = status(lab)
+    while report.problems and time.monotonic() < deadline:
+        print(f"lab: waiting for {len(report.problems)} problem(s) to clear: {', '.join(report.problems[:4])}",
+              flush=True)
+        time.sleep(10)
+        report = status(lab)
+    print("\n".join(report.lines))
+    if report.problems:
+        print(f"\nlab: NOT healthy ({len(report.problems)} problem(s)); `make repair` re-runs the playbooks")
+        return 1
+    print("\nlab: healthy")
+    return 0
+
