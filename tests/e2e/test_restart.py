@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.request
 
 import pytest
 from conftest import make
 from test_cluster import recap
 
+from labs.checks.c30_service_from_outside import ask as answer  # one GET from this host, never through a proxy
 from labs.kube import ECHO_ANSWER, node_ips, run_deployment, wait_ready_pods
 from labs.lab import Lab
 from labs.timing import wait_for
@@ -27,7 +27,6 @@ pytestmark = [
                        reason="the restart tests run with `make test-restart` (K8S_LAB_RESTART=1)"),
 ]
 PROFILE = "ha"
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the node network is local: no proxy
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +46,6 @@ def workload(lab):
             "type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}})
         yield ns, svc.spec.ports[0].node_port
     lab.delete_namespace(ns)
-
-
-def answer(url: str) -> str:
-    try:
-        with DIRECT.open(url, timeout=2) as resp:
-            return resp.read(200).decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def healthy(lab: Lab, ns: str, port: int) -> list[str]:
