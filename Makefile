@@ -14,7 +14,7 @@ PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status check molecule lint unit integration test test-labs test-vm test-topologies test-fresh-host lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -57,6 +57,9 @@ test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour a
 test-topologies: deps artifacts node-image ## the external-etcd profile end to end: all checks, C31 and its falsification (not in CI)
 	@K8S_LAB_TOPOLOGIES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_topologies.py $(PYTEST_ARGS)
 
+test-restart: deps artifacts node-image ## ha: every machine, one worker, one control-plane node stopped and started, healthy again without provisioning (not in CI)
+	@K8S_LAB_RESTART=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_restart.py $(PYTEST_ARGS)
+
 test-fresh-host: deps ## `make deps` on a clean Debian 12 container without Go, then an image built with its Go
 	@$(VENV)/bin/pytest -p no:cacheprovider -s tests/integration/test_fresh_host.py $(PYTEST_ARGS)
 
@@ -87,6 +90,12 @@ repair: settings ## re-run the playbooks, then wait (at most 5 min) until `lab s
 
 status: ## is the lab healthy? machines, API, nodes, every component's unit (exit 1 when not)
 	@$(VENV)/bin/lab status
+
+stop: ## stop the machines and keep the cluster (NODES="w1 cp2" for some)
+	@vagrant halt $(NODES)
+
+start: ## start stopped machines again, without provisioning: the cluster comes back by itself (NODES=...)
+	@vagrant up --no-provision $(NODES)
 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
 	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)

@@ -42,22 +42,89 @@ def run(cmd: list[str], env: dict, label: str, results: dict) -> str:
     return proc.stdout
 
 
-def memory_mib() -> dict[str, float]:
-    """Memory used by each lab node container (docker stats), MiB."""
-    out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}}"],
+REPORTS = state_dir() / "benchmark"  # every lab check report the benchmark made, kept
+PERFORMANCE = ROOT / "docs" / "performance.md"  # the table of figures each full benchmark run appends a row to
+UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd",
+         "haproxy", "keepalived")
+# On a machine: per active component unit, its main process's resident memory (kB) and CPU time (clock ticks), then
+# the machine's used memory (kB) and busy CPU ticks (from /proc/meminfo and /proc/stat; inside a container those are
+# the host's, so the docker provider takes the node's own figures from docker stats).
+USAGE = ("for u in " + " ".join(UNITS) + "; do pid=$(systemctl show -P MainPID $u 2>/dev/null); "
+         "[ \"${pid:-0}\" -gt 0 ] || continue; "
+         "echo \"$u $(awk '/^VmRSS/ {print $2}' /proc/$pid/status) $(awk '{print $14 + $15}' /proc/$pid/stat)\"; "
+         "done; echo \"node $(awk '/^MemTotal/ {t=$2} /^MemAvailable/ {a=$2} END {print t - a}' /proc/meminfo) "
+         "$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)\"; getconf CLK_TCK")
+
+
+def parse_usage(text: str) -> tuple[dict[str, tuple[int, int]], int]:
+    """USAGE's output: name -> (kB, ticks) for each component and "node"; and the clock ticks per second."""
+    lines = text.split("\n")
+    figures = {}
+    for line in lines[:-1]:
+        name, kb, ticks = line.split()
+        figures[name] = (int(kb), int(ticks))
+    return figures, int(lines[-1])
+
+
+def cluster_usage(interval: float = 10.0) -> dict:
+    """Memory (MiB) and idle CPU (% of one core, over ``interval`` seconds) per machine and per component of the
+    running cluster, through the lab's inventory (any provider)."""
+    from labs.lab import Lab
+
+    lab = Lab()
+    machines = getattr(lab, "machines", lab.nodes)  # the nodes, and an external etcd's machines
+    first = lab.on_each(machines, lambda m: parse_usage(lab.sh(m, USAGE)))
+    started = time.monotonic()
+    time.sleep(interval)
+    second = lab.on_each(machines, lambda m: parse_usage(lab.sh(m, USAGE)))
+    elapsed = time.monotonic() - started
+    docker = docker_stats() if lab.setting("provider") == "docker" else {}
+    out: dict = {}
+    for machine in machines:
+        (a, hz), (b, _) = first[machine], second[machine]
+        comps = {name: {"MiB": round(b[name][0] / 1024, 1),
+                        "cpu %": round(100 * (b[name][1] - a[name][1]) / hz / elapsed, 1)}
+                 for name in b if name in a and name != "node"}
+        node = docker.get(f"{lab.setting('cluster_name')}-{machine}") or {
+            "MiB": round(b["node"][0] / 1024, 1), "cpu %": round(100 * (b["node"][1] - a["node"][1]) / hz / elapsed, 1)}
+        out[machine] = {**node, "components": comps}
+    return out
+
+
+def docker_stats() -> dict[str, dict[str, float]]:
+    """Memory (MiB) and CPU (% of one core) of every container, by name (docker stats)."""
+    out = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.Name}} {{.MemUsage}} {{.CPUPerc}}"],
                          capture_output=True, text=True, check=True).stdout
     usage = {}
     for line in out.splitlines():
         name, mem = line.split(" ", 1)
-        if not name.startswith("k8s-arch-lab-"):
-            continue
         value, unit = re.match(r"([\d.]+)\s*([KMG]i?B)", mem).groups()
         factor = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024, "kB": 1 / 1024, "MB": 1, "GB": 1024}[unit]
-        usage[name.removeprefix("k8s-arch-lab-")] = round(float(value) * factor, 1)
+        cpu = re.search(r"([\d.]+)%\s*$", mem)
+        usage[name] = {"MiB": round(float(value) * factor, 1), "cpu %": float(cpu.group(1)) if cpu else 0.0}
     return usage
 
 
-REPORTS = state_dir() / "benchmark"  # every lab check report the benchmark made, kept
+def print_usage(usage: dict) -> None:
+    for machine, figures in usage.items():
+        comps = ", ".join(f"{n} {c['MiB']:.0f} MiB {c['cpu %']:.1f}%" for n, c in figures["components"].items())
+        print(f"{'  ' + machine:32} {figures['MiB']:7.1f} MiB {figures['cpu %']:5.1f}% cpu   {comps}", flush=True)
+
+
+def append_performance(results: dict, path: Path = PERFORMANCE) -> None:
+    """One row of the figures table in docs/performance.md: date, commit, machine, profile and the headline
+    figures, so that a regression shows next to the earlier rows."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                            check=False).stdout.strip() or "?"
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "?")
+    checks = results.get("lab check --all") or results.get("lab check --all #1") or {}
+    row = [time.strftime("%Y-%m-%d"), commit, f"{os.cpu_count()} cores, {model}", results["profile"],
+           results.get("bring-up total (to all nodes Ready)", ""), results.get("re-run site.yml", ""),
+           results.get("re-run changed", ""), results.get("memory MiB total", ""), results.get("idle cpu % total", ""),
+           (results.get("lab check --no-disruptive") or {}).get("seconds", ""), checks.get("seconds", "")]
+    with path.open("a") as out:
+        out.write("| " + " | ".join(str(v) for v in row) + " |\n")
 
 
 def time_checks(env: dict, venv: Path, repeat: int = 1) -> dict:
@@ -110,6 +177,10 @@ def main() -> int:
             env.pop(name, None)
         results["profile"] = recorded().get("profile", "(not recorded)")
         print(f"k8s-arch-lab benchmark, checks only, profile {results['profile']}, {os.cpu_count()} cores")
+        results["usage per machine"] = usage = cluster_usage()
+        print(f"{'cluster memory, idle cpu':32} {sum(u['MiB'] for u in usage.values()):7.1f} MiB "
+              f"{sum(u['cpu %'] for u in usage.values()):5.1f}% cpu (of one core), per machine:")
+        print_usage(usage)
         results.update(time_checks(env, venv, args.repeat))
         if args.json:
             args.json.write_text(json.dumps(results, indent=2) + "\n")
@@ -131,12 +202,17 @@ def main() -> int:
     results["re-run changed"] = changed
     print(f"{'re-run changed tasks':32} {changed:7d}")
     run(playbook + ["playbooks/smoke.yml"], env, "smoke playbook", results)
-    mem = memory_mib()
-    results["memory MiB per node"] = mem
-    results["memory MiB total"] = round(sum(mem.values()), 1)
-    print(f"{'cluster memory':32} {results['memory MiB total']:7.1f} MiB  {mem}")
+    usage = cluster_usage()
+    results["usage per machine"] = usage
+    results["memory MiB total"] = round(sum(u["MiB"] for u in usage.values()), 1)
+    results["idle cpu % total"] = round(sum(u["cpu %"] for u in usage.values()), 1)
+    print(f"{'cluster memory, idle cpu':32} {results['memory MiB total']:7.1f} MiB {results['idle cpu % total']:5.1f}% "
+          "cpu (of one core), per machine:")
+    print_usage(usage)
     if not args.no_checks:
         results.update(time_checks(env, venv, args.repeat))
+    append_performance(results)
+    print(f"figures appended to {PERFORMANCE.relative_to(ROOT)}")
     if not args.keep:
         run(["make", "--no-print-directory", "down"], env, "make down", results)
     if args.json:
