@@ -72,7 +72,7 @@ def cluster_usage(interval: float = 10.0) -> dict:
     from labs.lab import Lab
 
     lab = Lab()
-    machines = getattr(lab, "machines", lab.nodes)  # the nodes, and an external etcd's machines
+    machines = lab.machines  # the nodes, and the machines of an external etcd
     first = lab.on_each(machines, lambda m: parse_usage(lab.sh(m, USAGE)))
     started = time.monotonic()
     time.sleep(interval)
