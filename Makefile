@@ -44,7 +44,7 @@ integration: deps artifacts node-image ## tests on real node containers
 	@$(VENV)/bin/pytest -q -m integration tests/integration $(PYTEST_ARGS)
 
 test: deps artifacts node-image lint ## the whole test suite (what CI runs)
-	@$(VENV)/bin/pytest tests $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest tests --durations=30 $(PYTEST_ARGS)
 
 test-labs: deps artifacts node-image ## only the lab checks (both profiles), falsification and restore tests (ha)
 	@$(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
