@@ -169,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report")
+    dg = sub.add_parser("diagram", help="draw the live architecture (DOT, SVG, PNG, Mermaid) from what the "
+                                        "machines show")
+    dg.add_argument("--out", type=Path, help="folder for diagram.{dot,svg,png,mmd} (default: the state folder's "
+                                             "diagram/)")
+    dg.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: as for check)")
+    dg.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
     st = sub.add_parser("status", help="is the lab healthy? machines, API, nodes, every component's unit")
     st.add_argument("--wait", type=float, default=0, metavar="SECONDS",
                     help="look again until healthy, at most this long (make repair)")
@@ -190,6 +196,15 @@ def main(argv: list[str] | None = None) -> int:
                            f"({', '.join(checks)}).")
         if args.command == "ssh":
             return cmd_ssh(args)
+        if args.command == "diagram":
+            from labs.diagram import observe, render
+
+            lab = Lab(args.kubeconfig, args.inventory)
+            lab.ping()
+            out = args.out or Path(lab.setting("state_dir") or ".") / "diagram"
+            for path in render(observe(lab), out):
+                print(path)
+            return 0
         if args.command == "status":
             from labs.status import main_status
 
