@@ -21,7 +21,7 @@ from labs.runner import run_checks
 from labs.timing import Timing
 
 
-def write_reports(results: list[Result], args) -> None:
+def write_reports(results: list[Result], args, mermaid: str = "") -> None:
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
     if args.junit:
@@ -39,7 +39,10 @@ def write_reports(results: list[Result], args) -> None:
             ET.SubElement(case, "system-out").text = "\n".join(r.evidence)
         ET.ElementTree(suite).write(args.junit, encoding="unicode", xml_declaration=True)
     if args.markdown:
-        lines = ["# k8s-arch-lab check report", "", "| ID | claim | result | time |", "|---|---|---|---|"]
+        lines = ["# k8s-arch-lab check report", ""]
+        if mermaid:  # the cluster the checks ran on, as its machines showed it right after (lab diagram)
+            lines += ["```mermaid", mermaid.rstrip(), "```", ""]
+        lines += ["| ID | claim | result | time |", "|---|---|---|---|"]
         lines += [f"| {r.id} | {r.title} | {r.status} | {r.seconds:.1f}s |" for r in results]
         for r in results:
             lines += ["", f"## {r.id} {r.title}: {r.status}", ""]
@@ -137,7 +140,15 @@ def cmd_check(checks, args) -> int:
     print(f"cluster {lab.server} ({version}), {len(lab.nodes)} nodes: {', '.join(lab.nodes)}\n")
     started = time.monotonic()
     results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal)
-    write_reports(results, args)
+    mermaid = ""
+    if args.markdown:
+        from labs.diagram import observe, to_mermaid
+
+        try:
+            mermaid = to_mermaid(observe(lab))
+        except Exception as exc:  # noqa: BLE001 - the report goes out without its picture rather than not at all
+            print(f"lab: no diagram in the report: {exc}", file=sys.stderr)
+    write_reports(results, args, mermaid)
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
     failed = counts["failed"] + counts["error"]
     print(f"{counts['passed']} passed, {failed} failed, {counts['skipped']} skipped "
