@@ -21,7 +21,8 @@ from labs.runner import run_checks
 from labs.timing import Timing
 
 
-def write_reports(results: list[Result], args, mermaid: str = "") -> None:
+def write_reports(results: list[Result], args, mermaid: str = "", svg: str = "", cluster: str = "",
+                  settings: dict | None = None) -> None:
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=2) + "\n")
     if args.junit:
@@ -50,6 +51,10 @@ def write_reports(results: list[Result], args, mermaid: str = "") -> None:
             if r.message and r.status != "passed":
                 lines += ["", f"**{r.message}**"]
         Path(args.markdown).write_text("\n".join(lines) + "\n")
+    if args.html:
+        from labs.html import page
+
+        Path(args.html).write_text(page(results, svg, cluster, settings))
 
 
 def cmd_list(checks) -> int:
@@ -140,15 +145,16 @@ def cmd_check(checks, args) -> int:
     print(f"cluster {lab.server} ({version}), {len(lab.nodes)} nodes: {', '.join(lab.nodes)}\n")
     started = time.monotonic()
     results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal)
-    mermaid = ""
-    if args.markdown:
-        from labs.diagram import observe, to_mermaid
+    mermaid = svg = ""
+    if args.markdown or args.html:
+        from labs.diagram import observe, to_mermaid, to_svg
 
         try:
-            mermaid = to_mermaid(observe(lab))
+            graph = observe(lab)
+            mermaid, svg = to_mermaid(graph), to_svg(graph) if args.html else ""
         except Exception as exc:  # noqa: BLE001 - the report goes out without its picture rather than not at all
             print(f"lab: no diagram in the report: {exc}", file=sys.stderr)
-    write_reports(results, args, mermaid)
+    write_reports(results, args, mermaid, svg, f"cluster {lab.server} ({version})", lab.settings())
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
     failed = counts["failed"] + counts["error"]
     print(f"{counts['passed']} passed, {failed} failed, {counts['skipped']} skipped "
@@ -179,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                           "hardware: timeout_scale); disruptive ones always one by one")
     run.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
-    run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report")
+    run.add_argument("--markdown", metavar="FILE", help="also write a Markdown report (with the live diagram)")
+    run.add_argument("--html", metavar="FILE", help="also write one self-contained HTML page: diagram, results, "
+                                                    "evidence, hints")
     dg = sub.add_parser("diagram", help="draw the live architecture (DOT, SVG, PNG, Mermaid) from what the "
                                         "machines show")
     dg.add_argument("--out", type=Path, help="folder for diagram.{dot,svg,png,mmd} (default: the state folder's "

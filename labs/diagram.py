@@ -161,6 +161,14 @@ def to_mermaid(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
+def to_svg(graph: Graph) -> str:
+    """The diagram as SVG text (Graphviz); "" where `dot` is not installed."""
+    if not shutil.which("dot"):
+        return ""
+    return subprocess.run(["dot", "-Tsvg"], input=to_dot(graph), capture_output=True, text=True, check=True,
+                          timeout=60).stdout
+
+
 def render(graph: Graph, out: Path) -> list[Path]:
     """diagram.dot and diagram.mmd in ``out``, and diagram.svg and diagram.png where Graphviz is installed."""
     out.mkdir(parents=True, exist_ok=True)
