@@ -189,9 +189,10 @@ def observe(lab) -> Graph:
     """The graph of the running cluster: one look at every machine (processes, units, connections, versions)."""
     ips = {m: lab.machine_ip(m) for m in lab.machines}
     snapshots = lab.on_each(lab.machines, lab.snapshot)
+    listed = lab.core.list_node().items
     ready = {n.metadata.name: {c.type: c.status for c in n.status.conditions or []}.get("Ready") == "True"
-             for n in lab.core.list_node().items}
-    cidrs = {n.metadata.name: n.spec.pod_cidr for n in lab.core.list_node().items}
+             for n in listed}
+    cidrs = {n.metadata.name: n.spec.pod_cidr for n in listed}
     machines = []
     for name in lab.machines:
         snap = snapshots[name]

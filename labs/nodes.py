@@ -72,12 +72,7 @@ class NodeAccess:
     def setting(self, name: str, default=None):
         """A value of the resolved lab settings the inventory hands to the playbooks (``lab_settings``); the
         default for an inventory of other machines, which has none."""
-        self.groups  # noqa: B018 - loads the inventory
-        for hostvars in self._hostvars.values():
-            settings = hostvars.get("lab_settings")
-            if isinstance(settings, dict) and name in settings:
-                return settings[name]
-        return default
+        return self.settings().get(name, default)
 
     def path(self, name: str) -> str:
         """Where the roles put something on the nodes (the settings' paths: pki_dir, etcd_pki_dir, ...)."""
