@@ -12,6 +12,7 @@ A check module stays about its claim:
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -123,9 +124,14 @@ class Evidence:
 
     lines: list[str] = field(default_factory=list)
     progress: Callable[[str], None] | None = None
+    # When each line was written: seconds since the evidence was opened (the report's evidence_at), so that a
+    # slow or timed-out step shows where a check spends its time.
+    at: list[float] = field(default_factory=list)
+    opened: float = field(default_factory=time.monotonic)
 
     def add(self, line: str) -> None:
         self.lines.append(line)
+        self.at.append(round(time.monotonic() - self.opened, 1))
 
     def step(self, line: str) -> None:
         """Progress of a long check (shown while it runs, kept as evidence)."""
@@ -150,3 +156,4 @@ class Result:
     message: str
     seconds: float
     disruptive: bool
+    evidence_at: list[float] = field(default_factory=list)  # seconds into the check at which each line was written

@@ -53,7 +53,8 @@ def run_check(lab: Lab, chk, tty: bool, tag: str = "", wait_healthy: bool = True
         except CheckFailed as exc:
             status = "failed" if status == "failed" else "error"
             message = f"{message}; cluster not healthy after the check: {exc}".lstrip("; ")
-    return Result(chk.id, chk.title, status, ev.lines, message, round(time.monotonic() - started, 1), chk.disruptive)
+    return Result(chk.id, chk.title, status, ev.lines, message, round(time.monotonic() - started, 1), chk.disruptive,
+                  ev.at)
 
 
 class Progress:
