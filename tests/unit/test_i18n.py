@@ -249,3 +249,28 @@ def test_a_quote_is_glossed_in_its_own_language_by_its_original():
         for q in quotes:
             assert q.text in TEXTS
             assert tr(q.gloss, q.language) == q.original, ident
+
+
+def test_every_formatted_message_fills_exactly_its_placeholders():
+    """A message's placeholders and the names given to its .format() are the same set, in every module: a
+    mismatch raises KeyError (or shows a raw {name}) only when that line runs — often a failure branch that
+    only a broken cluster reaches."""
+    import ast
+    import string
+
+    root = Path(__file__).resolve().parents[2]
+    wrong = []
+    for path in sorted((root / "labs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"):
+                continue
+            inner = node.func.value
+            if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)
+                    and inner.func.id in ("_", "ngettext")) or any(k.arg is None for k in node.keywords):
+                continue
+            texts = [a.value for a in inner.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            wanted = {field for text in texts for _, field, _, _ in string.Formatter().parse(text) if field}
+            given = {k.arg for k in node.keywords}
+            if wanted != given:
+                wrong.append(f"{path.relative_to(root)}:{node.lineno}: {sorted(wanted)} != {sorted(given)}")
+    assert not wrong, wrong
