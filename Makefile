@@ -14,7 +14,7 @@ PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -105,5 +105,15 @@ molecule: deps artifacts node-image ## each role's molecule scenario (ROLES="etc
 
 lab: up smoke check ## bring the lab up and run its checks
 	@echo "lab ready: export KUBECONFIG=$$($(PY) -m tools.settings kubeconfig)"
+
+i18n: deps ## re-extract the messages of labs/ into labs/locale/labs.pot and merge them into the ru, nb, es catalogs
+	@$(VENV)/bin/pybabel --quiet extract -F babel.cfg --project k8s-arch-lab --copyright-holder "the k8s-arch-lab authors" \
+		--add-location file --sort-by-file -w 120 -o labs/locale/labs.pot labs
+	@for lang in ru nb es; do [ -f labs/locale/$$lang/LC_MESSAGES/labs.po ] || \
+		$(VENV)/bin/pybabel --quiet init -D labs -i labs/locale/labs.pot -d labs/locale -l $$lang -w 120; done
+	@$(VENV)/bin/pybabel --quiet update -D labs -i labs/locale/labs.pot -d labs/locale -w 120 \
+		--no-fuzzy-matching --ignore-obsolete
+	@$(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_i18n.py -k "catalog or template" || \
+		echo "make i18n: translate the new or changed messages (empty msgstr) in labs/locale/*/LC_MESSAGES/labs.po"
 
 clean: down ## everything `down` removes (the caches stay)
