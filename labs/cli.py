@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from labs import __version__
+from labs.exercises import active_note, active_record
 from labs.lab import Lab
 from labs.nodes import published_settings, read_inventory
 from labs.paths import DEFAULT_INVENTORY
@@ -143,8 +144,12 @@ def cmd_check(checks, args) -> int:
     tty = terminal and not os.environ.get("NO_COLOR")  # colours: a terminal, unless NO_COLOR (no-color.org) is set
     install_signal_handlers()
     print(f"cluster {lab.server} ({version}), {len(lab.nodes)} nodes: {', '.join(lab.nodes)}\n")
+    exercise = active_record()
+    if exercise:  # the fault stays in on purpose: no wait for health after a disruptive check
+        print(f"note: {active_note()}; disruptive checks do not wait for the cluster to be healthy afterwards\n")
     started = time.monotonic()
-    results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal)
+    results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal,
+                         wait_healthy=exercise is None)
     mermaid = svg = ""
     if args.markdown or args.html:
         from labs.diagram import observe, to_mermaid, to_svg
@@ -159,6 +164,9 @@ def cmd_check(checks, args) -> int:
     failed = counts["failed"] + counts["error"]
     print(f"{counts['passed']} passed, {failed} failed, {counts['skipped']} skipped "
           f"in {time.monotonic() - started:.0f}s")
+    if exercise and any(r.id == exercise.check and r.status == "passed" for r in results):
+        print(f"\n{exercise.check} passes: the exercise is solved. `lab break --undo` ends it (and takes out "
+              "whatever of the fault is left).")
     return 1 if failed else 0
 
 
@@ -199,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="look again until healthy, at most this long (make repair)")
     st.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: as for check)")
     st.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
+    from labs.exercises import add_parser
+
+    add_parser(sub)
     ssh = sub.add_parser("ssh", help="a shell, or one command, as root on a machine of the lab (any provider)",
                          description="lab ssh NODE [-- COMMAND ...]: what the playbooks use to reach NODE (address, "
                                      "user, key from the inventory)")
@@ -215,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
                            f"({', '.join(checks)}).")
         if args.command == "ssh":
             return cmd_ssh(args)
+        if args.command == "break":
+            from labs.exercises import main_break
+
+            return main_break(args)
         if args.command == "diagram":
             from labs.diagram import observe, render
 
