@@ -607,3 +607,13 @@ def test_a_namespace_already_being_deleted_is_deleted():
     delete_object(lab, "Namespace", "lab-c15-probe-abcde")
     with pytest.raises(ApiException):
         delete_object(lab, "ClusterRole", "lab-falsify-c20")
+
+
+def test_every_page_says_whether_its_check_has_an_exercise():
+    from pathlib import Path
+
+    pages = Path(__file__).resolve().parents[2] / "docs" / "labs"
+    for ident in load_checks():
+        text = (pages / f"{ident}.md").read_text()
+        want = "**No exercise.**" if ident in TEST_ONLY else f"`lab break {ident}`"
+        assert want in text.split("## Make it false")[-1], ident
