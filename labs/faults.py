@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from labs.journal import Journal, record_path, restart_units, undo
+from labs.journal import Journal, record_path, restart, undo
 from labs.registry import LabError
 from labs.timing import wait_for
 
@@ -169,7 +169,7 @@ def edit_file(lab: Lab, journal: Journal, nodes: list[str], path: str, edit: Cal
         lab.sh(node, f"cp -a {path} {backup}")
         data = base64.b64encode(text.encode()).decode()
         lab.sh(node, f"echo {data} | base64 -d > {path}")
-    restart_units(lab, list(nodes), unit)
+    restart(lab, list(nodes), unit)
 
 
 def rogue_etcd_client(lab: Lab, journal: Journal, node: str) -> None:

@@ -83,9 +83,10 @@ def api_ready(lab: Lab, node: str, port: str) -> bool:
     return out == "ok"
 
 
-@op("restart_units", lambda nodes, unit: f"{', '.join(nodes)}: {unit} restarted, one node after the other")
-def restart_units(lab: Lab, nodes: list[str], unit: str) -> None:
-    """Restart a unit node by node; an API server must answer again before the next one goes."""
+def restart(lab: Lab, nodes: list[str], unit: str, keep_going: bool = False) -> None:
+    """Restart a unit node by node; an API server must answer again before the next one goes. A failure stops the
+    round (a changed configuration is not rolled out further), unless ``keep_going`` (an undo: every node gets its
+    original configuration back all the same), which raises once all were tried."""
     errors = []
     for node in nodes:
         try:
@@ -94,10 +95,17 @@ def restart_units(lab: Lab, nodes: list[str], unit: str) -> None:
                 port = (lab.unit_arg(node, "kube-apiserver", "secure-port")
                         or (lab.setting("ports") or {}).get("api_server"))
                 wait_for(lambda n=node, p=port: api_ready(lab, n, p), 120, f"the API server on {node}")
-        except Exception as exc:  # noqa: BLE001 - the other nodes are restarted all the same
+        except Exception as exc:
+            if not keep_going:
+                raise
             errors.append(str(exc))
     if errors:
         raise LabError("; ".join(errors))
+
+
+@op("restart_units", lambda nodes, unit: f"{', '.join(nodes)}: {unit} restarted, one node after the other")
+def restart_units(lab: Lab, nodes: list[str], unit: str) -> None:
+    restart(lab, nodes, unit, keep_going=True)
 
 
 @op("start_units", lambda node, units: f"{node}: started {listed(units)}")
@@ -112,15 +120,20 @@ def release_unstoppable(lab: Lab, node: str, unit: str, dropin: str) -> None:
     """A unit that `systemctl stop` could not stop (KillMode=none) stoppable again: its drop-in removed, whatever
     still runs of it ended (a copy left running by a stop that only looked like one), the unit restarted."""
     d, u = shlex.quote(dropin), shlex.quote(unit)
-    lab.sh(node, f"rm -f {d} && systemctl daemon-reload && pkill -x {shlex.quote(unit[:15])} ; sleep 1; "
-                 f"systemctl reset-failed {u} ; systemctl restart --no-block {u}; test ! -e {d}")
+    lab.sh(node, f"rm -f {d} && {rmdir(dropin)} && systemctl daemon-reload && pkill -x {shlex.quote(unit[:15])} ; "
+                 f"sleep 1; systemctl reset-failed {u} ; systemctl restart --no-block {u}; test ! -e {d}")
+
+
+def rmdir(dropin: str) -> str:
+    """The shell command that removes a drop-in's folder when the fault's drop-in was all it held."""
+    return f"{{ rmdir --ignore-fail-on-non-empty {shlex.quote(str(Path(dropin).parent))} 2>/dev/null || true; }}"
 
 
 @op("remove_dropin", lambda node, unit, dropin: f"{node}: {dropin} removed, {unit} restarted")
 def remove_dropin(lab: Lab, node: str, unit: str, dropin: str) -> None:
     d = shlex.quote(dropin)
-    lab.sh(node, f"rm -f {d} && systemctl daemon-reload && {{ systemctl restart {shlex.quote(unit)} || true; }}; "
-                 f"test ! -e {d}")
+    lab.sh(node, f"rm -f {d} && {rmdir(dropin)} && systemctl daemon-reload && "
+                 f"{{ systemctl restart {shlex.quote(unit)} || true; }}; test ! -e {d}")
 
 
 @op("kill_processes", lambda node, pattern: f"{node}: processes matching {pattern} ended")

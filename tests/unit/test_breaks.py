@@ -617,3 +617,22 @@ def test_every_page_says_whether_its_check_has_an_exercise():
         text = (pages / f"{ident}.md").read_text()
         want = "**No exercise.**" if ident in TEST_ONLY else f"`lab break {ident}`"
         assert want in text.split("## Make it false")[-1], ident
+
+
+def test_a_changed_configuration_is_not_rolled_out_past_a_failure_but_the_original_is(state):
+    cluster = Cluster()
+    before = cluster.state()
+    real, restarted = cluster.sh, []
+
+    def sh(node, command, check=True):
+        if "systemctl restart kube-scheduler" in command:
+            restarted.append(node)
+            if node == "cp1" and len(restarted) == 1:
+                raise CheckFailed("cp1: kube-scheduler did not start")
+        return real(node, command, check)
+
+    cluster.sh = sh
+    with pytest.raises(CheckFailed, match="did not start"), broken(cluster, FAULTS["C11"]):
+        pass
+    assert restarted == ["cp1", "cp1", "cp2", "cp3"]  # the round stopped at cp1; the undo restarted them all
+    assert cluster.state() == before and Journal.load() is None
