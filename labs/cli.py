@@ -15,6 +15,7 @@ from pathlib import Path
 from labs import __version__
 from labs.course import LANGUAGE_NAMES, Quote, passages
 from labs.i18n import LANGUAGES, _, language, set_language, tr
+from labs.exercises import active_note, active_record
 from labs.lab import Lab
 from labs.nodes import published_settings, read_inventory
 from labs.paths import DEFAULT_INVENTORY
@@ -174,8 +175,12 @@ def cmd_check(checks, args) -> int:
     install_signal_handlers()
     print(tr(_("cluster {server} ({version}), {count} nodes: {nodes}").format(
         server=lab.server, version=version, count=len(lab.nodes), nodes=", ".join(lab.nodes))) + "\n")
+    exercise = active_record()
+    if exercise:  # the fault stays in on purpose: no wait for health after a disruptive check
+        print(f"note: {active_note()}; disruptive checks do not wait for the cluster to be healthy afterwards\n")
     started = time.monotonic()
-    results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal)
+    results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal,
+                         wait_healthy=exercise is None)
     mermaid = svg = ""
     if args.markdown or args.html:
         from labs.diagram import observe, to_mermaid, to_svg
@@ -188,6 +193,9 @@ def cmd_check(checks, args) -> int:
     cluster = tr(_("cluster {server} ({version})").format(server=lab.server, version=version))
     write_reports(results, args, mermaid, svg, cluster, lab.settings())
     print(tr(summary(results, time.monotonic() - started)))
+    if exercise and any(r.id == exercise.check and r.status == "passed" for r in results):
+        print(f"\n{exercise.check} passes: the exercise is solved. `lab break --undo` ends it (and takes out "
+              "whatever of the fault is left).")
     return 1 if any(r.status in ("failed", "error") for r in results) else 0
 
 
@@ -239,6 +247,9 @@ def make_parser() -> argparse.ArgumentParser:
                     help="look again until healthy, at most this long (make repair)")
     st.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: as for check)")
     st.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
+    from labs.exercises import add_parser
+
+    add_parser(sub, parents=[common])
     ssh = command("ssh", help="a shell, or one command, as root on a machine of the lab (any provider)",
                          description="lab ssh NODE [-- COMMAND ...]: what the playbooks use to reach NODE (address, "
                                      "user, key from the inventory)")
@@ -260,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
                 unknown=", ".join(unknown), count=len(checks), checks=", ".join(checks)))
         if args.command == "ssh":
             return cmd_ssh(args)
+        if args.command == "break":
+            from labs.exercises import main_break
+
+            return main_break(args)
         if args.command == "diagram":
             from labs.diagram import observe, render
 

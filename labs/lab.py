@@ -66,6 +66,7 @@ class Lab(NodeAccess):
         self.apps = client.AppsV1Api(self.api_client)
         self.coordination = client.CoordinationV1Api(self.api_client)
         self.rbac = client.RbacAuthorizationV1Api(self.api_client)
+        self.admission = client.AdmissionregistrationV1Api(self.api_client)
         self.server = self.api_client.configuration.host
         Timing.scale = float(self.setting("timeout_scale", 1) or 1)
 

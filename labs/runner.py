@@ -141,10 +141,12 @@ def run_parallel(lab: Lab, chks: list, jobs: int, tty: bool) -> list[Result]:
     return [done[c.id] for c in chks]
 
 
-def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = False) -> list[Result]:
+def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = False,
+               wait_healthy: bool = True) -> list[Result]:
     """The observing checks first, side by side (``jobs`` at a time); then the disruptive ones one by one. Each
     result printed as it comes (colours when ``tty``; with ``progress``, how many are done); all returned,
-    observing ones first."""
+    observing ones first. ``wait_healthy`` False: no wait for health after a disruptive check (while a fault is
+    in the cluster on purpose, a break-and-fix exercise, as in the falsification tests)."""
     global PROGRESS  # noqa: PLW0603 - one run at a time per process
     PROGRESS = Progress(len(chks), progress)
     HINT_SETTINGS.clear()
@@ -154,7 +156,7 @@ def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = Fals
     results = run_parallel(lab, observe, jobs, tty)
     for chk in disrupt:  # one at a time: each one stops part of the cluster
         print(f"  ▶ {chk.id} {tr(chk.title)} " + tr(_("[disruptive]")), flush=True)
-        res = run_check(lab, chk, tty)
+        res = run_check(lab, chk, tty, wait_healthy=wait_healthy)
         results.append(res)
         print_result(res, tty)
     return results

@@ -1,6 +1,7 @@
 """`lab status`: one screen that says whether the lab is healthy: each machine with its Vagrant state and provider,
 the API endpoint, each node's Ready condition, each component's unit on each machine; for a unit that is down, its
-last journal lines and the command that shows more. Healthy only when everything is."""
+last journal lines and the command that shows more; a break-and-fix exercise when one is active (`lab break`).
+Healthy only when everything is."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from labs.i18n import _, tr
+from labs.exercises import active_note
 from labs.lab import LB_UNITS, Lab
 from labs.paths import ROOT
 from labs.registry import LabError, message_of
@@ -121,9 +123,16 @@ def main_status(lab: Lab, wait: float = 0) -> int:
         time.sleep(10)
         report = status(lab)
     print("\n".join(report.lines))
+    note = active_note()
+    if note:
+        print(f"exercise\n  {note}")
     if report.problems:
-        print("\nlab: " + tr(_("NOT healthy ({count} problem(s)); `make repair` re-runs the playbooks").format(
-            count=len(report.problems))))
+        if note:  # the break-and-fix messages are in English for now
+            print(f"\nlab: NOT healthy ({len(report.problems)} problem(s)); `make repair` takes the exercise's fault "
+                  "out and re-runs the playbooks")
+        else:
+            print("\nlab: " + tr(_("NOT healthy ({count} problem(s)); `make repair` re-runs the playbooks").format(
+                count=len(report.problems))))
         return 1
     print("\nlab: " + tr(_("healthy")))
     return 0
