@@ -14,8 +14,8 @@ from pathlib import Path
 
 from labs import __version__
 from labs.course import LANGUAGE_NAMES, Quote, passages
-from labs.i18n import LANGUAGES, _, language, set_language, tr
 from labs.exercises import active_note, active_record
+from labs.i18n import LANGUAGES, _, language, set_language, tr
 from labs.lab import Lab
 from labs.nodes import published_settings, read_inventory
 from labs.paths import DEFAULT_INVENTORY

@@ -189,7 +189,8 @@ def main_break(args: argparse.Namespace) -> int:
 
 def add_parser(sub, parents: list | None = None) -> None:
     brk = sub.add_parser(
-        "break", parents=parents or [], help="break-and-fix exercise: put a real fault into the cluster, see a check fail, repair it",
+        "break", parents=parents or [],
+        help="break-and-fix exercise: put a real fault into the cluster, see a check fail, repair it",
         description="Puts a real fault into the cluster and tells you only its symptom; `lab check CNN` grades "
                     "your repair. One exercise at a time, recorded in the lab's state folder until `lab break "
                     "--undo` (or `make repair`) takes it out.")

@@ -9,8 +9,8 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
-from labs.i18n import _, tr
 from labs.exercises import active_note
+from labs.i18n import _, tr
 from labs.lab import LB_UNITS, Lab
 from labs.paths import ROOT
 from labs.registry import LabError, message_of
