@@ -13,8 +13,13 @@ PROFILE     ?=
 PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
+# A second lab from the same checkout has a state folder of its own (K8S_LAB_STATE_DIR); Vagrant's record of its
+# machines goes there too, so that the two labs' machines named cp1 never get mixed up.
+ifdef K8S_LAB_STATE_DIR
+export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
+endif
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab i18n clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -57,6 +62,9 @@ test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour a
 test-topologies: deps artifacts node-image ## the external-etcd profile end to end: all checks, C31 and its falsification (not in CI)
 	@K8S_LAB_TOPOLOGIES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_topologies.py $(PYTEST_ARGS)
 
+test-two-labs: deps artifacts node-image ## two labs side by side (other cluster_name, node network, state folder); make down of one leaves the other healthy (not in CI)
+	@K8S_LAB_TWO_LABS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_two_labs.py $(PYTEST_ARGS)
+
 test-restart: deps artifacts node-image ## ha: every machine, one worker, one control-plane node stopped and started, healthy again without provisioning (not in CI)
 	@K8S_LAB_RESTART=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_restart.py $(PYTEST_ARGS)
 
@@ -80,8 +88,9 @@ smoke: settings ## the smoke playbook: workload, Service, DNS, logs, exec, encry
 down: deps ## destroy the machines and everything they left (containers, VMs, volumes, networks, state)
 	@vagrant destroy -f || true
 	@set -e; resolved=$$($(PY) -m tools.settings resolve); \
-		tools/node-image/cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])'); \
-		tools/vm-cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["cluster_name"])')
+		name=$$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["cluster_name"])'); \
+		tools/node-image/cleanup.sh "$$name" $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])'); \
+		tools/vm-cleanup.sh "$$name"
 	@$(PY) -m tools.settings forget
 
 repair: settings ## take out a break-and-fix exercise's fault, re-run the playbooks, wait (at most 5 min) for `lab status` to say healthy
