@@ -177,7 +177,8 @@ def cmd_check(checks, args) -> int:
         server=lab.server, version=version, count=len(lab.nodes), nodes=", ".join(lab.nodes))) + "\n")
     exercise = active_record()
     if exercise:  # the fault stays in on purpose: no wait for health after a disruptive check
-        print(f"note: {active_note()}; disruptive checks do not wait for the cluster to be healthy afterwards\n")
+        print(tr(_("note: {note}; disruptive checks do not wait for the cluster to be healthy afterwards").format(
+            note=active_note())) + "\n")
     started = time.monotonic()
     results = run_checks(lab, [checks[i] for i in selected], args.jobs or default_jobs(), tty, progress=terminal,
                          wait_healthy=exercise is None)
@@ -194,8 +195,8 @@ def cmd_check(checks, args) -> int:
     write_reports(results, args, mermaid, svg, cluster, lab.settings())
     print(tr(summary(results, time.monotonic() - started)))
     if exercise and any(r.id == exercise.check and r.status == "passed" for r in results):
-        print(f"\n{exercise.check} passes: the exercise is solved. `lab break --undo` ends it (and takes out "
-              "whatever of the fault is left).")
+        print("\n" + tr(_("{check} passes: the exercise is solved. `lab break --undo` ends it (and takes out whatever "
+                           "of the fault is left).").format(check=exercise.check)))
     return 1 if any(r.status in ("failed", "error") for r in results) else 0
 
 

@@ -7,6 +7,9 @@ reboot of the control host too) and waits until the cluster is healthy again.
     lab break --list                         the exercises and their symptoms
     lab break --reveal                       what was broken, and what --undo will do
     lab break --undo [--no-wait]             take it out (make repair does it too)
+
+What it prints is in the language of --lang or the locale (labs.i18n), the symptoms and reveals of the catalogue
+too; the record in the state folder keeps them in English.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labs.faults import CATALOGUE, FAULTS, TEST_ONLY, Fault, faults_of
+from labs.faults import CATALOGUE, FAULTS, REQUIREMENTS, TEST_ONLY, Fault, faults_of, filled
+from labs.i18n import _, join, tr
 from labs.journal import OPS, Journal, already_active, describe, record_path, undo
-from labs.registry import CheckFailed, LabError, load_checks
+from labs.registry import CheckFailed, LabError, load_checks, message_of
 from labs.timing import scaled
 
 if TYPE_CHECKING:
@@ -35,11 +39,11 @@ def candidates(target: str | None, pick_random: bool) -> list[Fault]:
     LabError for anything else. Needs no cluster."""
     if pick_random:
         if target:
-            raise LabError("`lab break --random` picks among every exercise: name no check with it.")
+            raise LabError(_("`lab break --random` picks among every exercise: name no check with it."))
         return list(CATALOGUE)
     if not target:
-        raise LabError("name what to break: a check (`lab break C16`), a fault of `lab break --list`, or "
-                       "`lab break --random`.")
+        raise LabError(_("name what to break: a check (`lab break C16`), a fault of `lab break --list`, or "
+                         "`lab break --random`."))
     wanted = target.upper()
     by_id = {i.upper(): f for i, f in FAULTS.items()}
     if wanted in by_id and "-" in wanted:
@@ -47,21 +51,30 @@ def candidates(target: str | None, pick_random: bool) -> list[Fault]:
     checks = load_checks()
     if wanted in checks:
         if wanted in TEST_ONLY:
-            raise LabError(f"{wanted} has no break-and-fix exercise: {TEST_ONLY[wanted]}.")
+            raise LabError(_("{check} has no break-and-fix exercise: {reason}.").format(check=wanted,
+                                                                                      reason=TEST_ONLY[wanted]))
         return faults_of(wanted)
-    raise LabError(f"no check or exercise {target!r}: `lab break --list` shows the exercises, `lab list` the checks.")
+    raise LabError(_("no check or exercise {target!r}: `lab break --list` shows the exercises, `lab list` the "
+                     "checks.").format(target=target))
 
 
 def needs_text(fault: Fault) -> str:
-    return f" (needs {fault.needs.__doc__.strip()})" if fault.needs and fault.needs.__doc__ else ""
+    """What a fault asks of the cluster, as --list shows it after the symptom ("" for most)."""
+    if not fault.needs:
+        return ""
+    what = REQUIREMENTS.get(fault.needs) or (fault.needs.__doc__ or "").strip()
+    return " " + tr(_("(needs {what})").format(what=what)) if what else ""
 
 
 def cmd_list() -> int:
-    print(f"{'exercise':14} symptom")
+    head, symptom = tr(_("exercise")), tr(_("symptom"))
+    width = max(14, len(head))
+    print(f"{head:{width}} {symptom}")
     for fault in CATALOGUE:
-        print(f"{fault.id:14} {fault.symptom}{needs_text(fault)}")
-    print(f"\nNo exercise for {', '.join(TEST_ONLY)}: their claim can only be made false in the middle of the check "
-          "(the tests do it). `lab break CNN` picks one of a check's exercises; `lab break --random` any.")
+        print(f"{fault.id:{width}} {tr(fault.symptom)}{needs_text(fault)}")
+    print("\n" + tr(_("No exercise for {checks}: their claim can only be made false in the middle of the check (the "
+                      "tests do it). `lab break CNN` picks one of a check's exercises; `lab break --random` "
+                      "any.").format(checks=", ".join(TEST_ONLY))))
     return 0
 
 
@@ -74,25 +87,49 @@ def active_record() -> Journal | None:
 
 
 def active_note() -> str | None:
-    """One line for `lab check` and `lab status` while an exercise is active."""
+    """One line for `lab check` and `lab status` while an exercise is active (a Text: English, shown translated)."""
     record = active_record()
     if record is None:
         return None
-    return (f"a break-and-fix exercise is active on {record.check} (since {record.started}): `lab break --reveal` "
-            "says what was broken, `lab break --undo` ends it")
+    return _("a break-and-fix exercise is active on {check} (since {started}): `lab break --reveal` says what was "
+             "broken, `lab break --undo` ends it").format(check=record.check, started=record.started)
+
+
+def recorded(record: Journal) -> tuple[str, str]:
+    """The record's symptom and reveal, to be shown in the learner's language. The record keeps them in English,
+    the reveal filled with the names of the cluster's machines; the catalogue's messages, filled with the names the
+    record kept, stand in for them as long as they read the same in English (a record written by another version
+    of the lab is shown as it is)."""
+    symptom, reveal = record.symptom, record.reveal
+    fault = FAULTS.get(record.fault)
+    if fault is None:
+        return symptom, reveal
+    if fault.symptom == symptom:
+        symptom = fault.symptom
+    try:
+        again = filled(fault.reveal, record.names)
+    except KeyError:  # a name the record does not have
+        again = None
+    return symptom, again if again == reveal else reveal
 
 
 def cmd_reveal() -> int:
     record = Journal.load(record_path())
     if record is None:
-        raise LabError(f"no break-and-fix exercise is active (no record {record_path()}): nothing to reveal.")
-    state = "" if record.complete else " (interrupted while the fault was being put in: part of it may be there)"
-    print(f"Exercise on {record.check}, fault {record.fault}, since {record.started}{state}.\n")
-    print(f"Symptom: {record.symptom}\n")
-    print(f"What was broken: {record.reveal}\n")
-    print("What `lab break --undo` does:")
+        raise LabError(_("no break-and-fix exercise is active (no record {path}): nothing to reveal.").format(
+            path=record_path()))
+    if record.complete:
+        head = _("Exercise on {check}, fault {fault}, since {started}.")
+    else:
+        head = _("Exercise on {check}, fault {fault}, since {started} (interrupted while the fault was being put in: "
+                 "part of it may be there).")
+    symptom, reveal = recorded(record)
+    print(tr(head.format(check=record.check, fault=record.fault, started=record.started)) + "\n")
+    print(tr(_("Symptom: {symptom}").format(symptom=symptom)) + "\n")
+    print(tr(_("What was broken: {reveal}").format(reveal=reveal)) + "\n")
+    print(tr(_("What `lab break --undo` does:")))
     for step in reversed(record.steps):
-        print(f"  - {describe(step) if step.get('op') in OPS else step}")
+        print(f"  - {tr(describe(step)) if step.get('op') in OPS else step}")
     return 0
 
 
@@ -100,31 +137,33 @@ def cmd_undo(lab_factory, wait: bool = True) -> int:
     path = record_path()
     record = Journal.load(path)
     if record is None:
-        print("lab: no break-and-fix exercise is active: nothing to undo.")
+        print("lab: " + tr(_("no break-and-fix exercise is active: nothing to undo.")))
         return 0
     lab: Lab = lab_factory()
-    print(f"lab: undoing the exercise on {record.check} (fault {record.fault})", flush=True)
+    print("lab: " + tr(_("undoing the exercise on {check} (fault {fault})").format(check=record.check,
+                                                                                   fault=record.fault)), flush=True)
     waits = [float(s["timeout"]) for s in record.steps if s.get("op") == "wait_healthy"]
-    errors = undo(lab, record, wait=False, log=lambda line: print(f"  {line}", flush=True))
+    errors = undo(lab, record, wait=False, log=lambda line: print(f"  {tr(line)}", flush=True))
     if errors:
         for error in errors:
-            print(f"  FAILED: {error}", file=sys.stderr)
-        print(f"lab: the fault is not entirely undone; its record stays ({path}). Run `lab break --undo` again once "
-              "the machines answer (`lab status`), or `make repair`.", file=sys.stderr)
+            print("  " + tr(_("FAILED: {error}").format(error=error)), file=sys.stderr)
+        print("lab: " + tr(_("the fault is not entirely undone; its record stays ({path}). Run `lab break --undo` "
+                             "again once the machines answer (`lab status`), or `make repair`.").format(path=path)),
+              file=sys.stderr)
         return 1
-    print("lab: the fault is undone; the exercise is over.")
+    print("lab: " + tr(_("the fault is undone; the exercise is over.")))
     if not wait:
         return 0
     timeout = max([UNDO_TIMEOUT, *waits])
-    print(f"lab: waiting (at most {scaled(timeout):.0f} s) for every node to be Ready and every component's unit "
-          "active ...", flush=True)
+    print("lab: " + tr(_("waiting (at most {seconds:.0f} s) for every node to be Ready and every component's unit "
+                         "active ...").format(seconds=scaled(timeout))), flush=True)
     try:
         lab.wait_healthy(timeout=timeout)
     except CheckFailed as exc:
-        print(f"lab: the cluster is not healthy yet: {exc}. `lab status` shows what is down; `make repair` re-runs "
-              "the playbooks.", file=sys.stderr)
+        print("lab: " + tr(_("the cluster is not healthy yet: {error}. `lab status` shows what is down; `make repair` "
+                             "re-runs the playbooks.").format(error=message_of(exc))), file=sys.stderr)
         return 1
-    print("lab: the cluster is healthy again.")
+    print("lab: " + tr(_("the cluster is healthy again.")))
     return 0
 
 
@@ -137,26 +176,39 @@ def cmd_break(lab_factory, target: str | None, pick_random: bool) -> int:
     lab.ping()
     fit = [f for f in choice if not f.unfit(lab)]
     if not fit:
-        reasons = "; ".join(f"{f.id}: {f.unfit(lab)}" for f in choice)
-        raise LabError(f"no exercise of {target or 'the catalogue'} fits this cluster ({reasons}).")
+        reasons = join("; ", [join(": ", [f.id, f.unfit(lab)]) for f in choice])
+        if target:
+            raise LabError(_("no exercise of {target} fits this cluster ({reasons}).").format(target=target,
+                                                                                             reasons=reasons))
+        raise LabError(_("no exercise of the catalogue fits this cluster ({reasons}).").format(reasons=reasons))
     fault = secrets.choice(fit)
     try:
         lab.wait_healthy(timeout=READY_TIMEOUT)
     except CheckFailed as exc:
-        raise LabError(f"the cluster is not healthy ({exc}): a fault put in now could not be told from what is "
-                       "already wrong. `lab status` shows what is down, `make repair` repairs it.") from exc
-    journal = Journal.begin(path, fault.id, fault.check, fault.symptom, fault.reveal_for(lab))
-    print(f"lab: breaking something for {fault.check} (recorded in {path}) ...", flush=True)
+        raise LabError(_("the cluster is not healthy ({error}): a fault put in now could not be told from what is "
+                         "already wrong. `lab status` shows what is down, `make repair` repairs it.").format(
+            error=message_of(exc))) from exc
+    journal = Journal.begin(path, fault.id, fault.check, fault.symptom, fault.reveal_for(lab), fault.names(lab))
+    print("lab: " + tr(_("breaking something for {check} (recorded in {path}) ...").format(check=fault.check,
+                                                                                           path=path)), flush=True)
     try:
         fault.apply(lab, journal)
         journal.finish()
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, what went in comes out again
         errors = undo(lab, journal)
-        left = (f"; undoing it failed too ({'; '.join(errors)}): `lab break --undo` again, or `make repair`"
-                if errors else "; what went in was taken out again")
-        raise LabError(f"could not put the fault in for {fault.check}: {type(exc).__name__}: {exc}{left}") from exc
-    print(f"\nBreak-and-fix exercise on {fault.check}.\n\n  Symptom: {fault.symptom}\n")
-    print(f"Run `lab check {fault.check}` to see it fail; fix it yourself, or `lab break --undo`.")
+        error = join(": ", [type(exc).__name__, message_of(exc)])
+        if errors:
+            message = _("could not put the fault in for {check}: {error}; undoing it failed too ({errors}): `lab "
+                        "break --undo` again, or `make repair`").format(check=fault.check, error=error,
+                                                                        errors=join("; ", errors))
+        else:
+            message = _("could not put the fault in for {check}: {error}; what went in was taken out again").format(
+                check=fault.check, error=error)
+        raise LabError(message) from exc
+    print("\n" + tr(_("Break-and-fix exercise on {check}.").format(check=fault.check)) + "\n")
+    print("  " + tr(_("Symptom: {symptom}").format(symptom=fault.symptom)) + "\n")
+    print(tr(_("Run `lab check {check}` to see it fail; fix it yourself, or `lab break --undo`.").format(
+        check=fault.check)))
     return 0
 
 
@@ -169,9 +221,9 @@ def main_break(args: argparse.Namespace) -> int:
 
     modes = [m for m in ("list", "reveal", "undo") if getattr(args, m)]
     if len(modes) > 1 or (modes and (args.target or args.random)):
-        raise LabError("`lab break` does one thing at a time: CNN|FAULT, --random, --list, --reveal or --undo.")
+        raise LabError(_("`lab break` does one thing at a time: CNN|FAULT, --random, --list, --reveal or --undo."))
     if args.no_wait and not args.undo:
-        raise LabError("--no-wait goes with --undo.")
+        raise LabError(_("--no-wait goes with --undo."))
     if args.list:
         return cmd_list()
     if args.reveal:
@@ -181,9 +233,12 @@ def main_break(args: argparse.Namespace) -> int:
             return cmd_undo(lab_factory, wait=not args.no_wait)
         return cmd_break(lab_factory, args.target, args.random)
     except KeyboardInterrupt:  # the record stays as it is: written ahead, it covers whatever was done
-        left = (f"a fault is recorded ({record_path()}): `lab break --undo` takes out whatever of it is there"
-                if record_path().exists() else "nothing is recorded")
-        print(f"\nlab: interrupted; {left}.", file=sys.stderr)
+        if record_path().exists():
+            left = _("interrupted; a fault is recorded ({path}): `lab break --undo` takes out whatever of it is "
+                     "there.").format(path=record_path())
+        else:
+            left = _("interrupted; nothing is recorded.")
+        print("\nlab: " + tr(left), file=sys.stderr)
         return 130
 
 

@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from labs.i18n import _, join
 from labs.paths import state_dir
-from labs.registry import LabError
+from labs.registry import LabError, message_of
 from labs.timing import wait_for
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ OPS: dict[str, Op] = {}
 
 
 def op(name: str, describe: Callable[..., str]):
-    """Register an undo operation ``fn(lab, **args)``; ``describe(**args)`` says what it does, for the learner."""
+    """Register an undo operation ``fn(lab, **args)``; ``describe(**args)`` says what it does, for the learner (a
+    message of the catalogs: the step's data, its arguments, stay as they are)."""
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         OPS[name] = Op(fn, describe, tuple(inspect.signature(fn).parameters)[1:])
         return fn
@@ -65,10 +67,13 @@ def describe(step: dict) -> str:
 
 
 def listed(items: list[str], most: int = 4) -> str:
-    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+    if len(items) <= most:
+        return ", ".join(items)
+    return _("{items} and {n} more").format(items=", ".join(items[:most]), n=len(items) - most)
 
 
-@op("restore_file", lambda node, path, backup: f"{node}: {path} put back from its copy {backup}")
+@op("restore_file", lambda node, path, backup: _("{node}: {path} put back from its copy {backup}").format(
+    node=node, path=path, backup=backup))
 def restore_file(lab: Lab, node: str, path: str, backup: str) -> None:
     """The original file (``cp -a``: bytes, mode and times) back in place, when its copy is still there."""
     b, p = shlex.quote(backup), shlex.quote(path)
@@ -94,7 +99,8 @@ def restart(lab: Lab, nodes: list[str], unit: str, keep_going: bool = False) -> 
             if unit == "kube-apiserver":
                 port = (lab.unit_arg(node, "kube-apiserver", "secure-port")
                         or (lab.setting("ports") or {}).get("api_server"))
-                wait_for(lambda n=node, p=port: api_ready(lab, n, p), 120, f"the API server on {node}")
+                wait_for(lambda n=node, p=port: api_ready(lab, n, p), 120,
+                         _("the API server on {node}").format(node=node))
         except Exception as exc:
             if not keep_going:
                 raise
@@ -103,19 +109,21 @@ def restart(lab: Lab, nodes: list[str], unit: str, keep_going: bool = False) -> 
         raise LabError("; ".join(errors))
 
 
-@op("restart_units", lambda nodes, unit: f"{', '.join(nodes)}: {unit} restarted, one node after the other")
+@op("restart_units", lambda nodes, unit: _("{nodes}: {unit} restarted, one node after the other").format(
+    nodes=", ".join(nodes), unit=unit))
 def restart_units(lab: Lab, nodes: list[str], unit: str) -> None:
     restart(lab, nodes, unit, keep_going=True)
 
 
-@op("start_units", lambda node, units: f"{node}: started {listed(units)}")
+@op("start_units", lambda node, units: _("{node}: started {units}").format(node=node, units=listed(units)))
 def start_units(lab: Lab, node: str, units: list[str]) -> None:
     """Start units (without waiting: an etcd member waits for its peers); one that no longer exists is no error."""
     lab.sh(node, f"systemctl start --no-block {' '.join(map(shlex.quote, units))} || true")
 
 
-@op("release_unstoppable", lambda node, unit, dropin: f"{node}: {dropin} removed, {unit}'s processes ended and the "
-                                                      "unit restarted")
+@op("release_unstoppable", lambda node, unit, dropin: _("{node}: {dropin} removed, {unit}'s processes ended and "
+                                                        "the unit restarted").format(node=node, dropin=dropin,
+                                                                                     unit=unit))
 def release_unstoppable(lab: Lab, node: str, unit: str, dropin: str) -> None:
     """A unit that `systemctl stop` could not stop (KillMode=none) stoppable again: its drop-in removed, whatever
     still runs of it ended (a copy left running by a stop that only looked like one), the unit restarted."""
@@ -129,14 +137,16 @@ def rmdir(dropin: str) -> str:
     return f"{{ rmdir --ignore-fail-on-non-empty {shlex.quote(str(Path(dropin).parent))} 2>/dev/null || true; }}"
 
 
-@op("remove_dropin", lambda node, unit, dropin: f"{node}: {dropin} removed, {unit} restarted")
+@op("remove_dropin", lambda node, unit, dropin: _("{node}: {dropin} removed, {unit} restarted").format(
+    node=node, dropin=dropin, unit=unit))
 def remove_dropin(lab: Lab, node: str, unit: str, dropin: str) -> None:
     d = shlex.quote(dropin)
     lab.sh(node, f"rm -f {d} && {rmdir(dropin)} && systemctl daemon-reload && "
                  f"{{ systemctl restart {shlex.quote(unit)} || true; }}; test ! -e {d}")
 
 
-@op("kill_processes", lambda node, pattern: f"{node}: processes matching {pattern} ended")
+@op("kill_processes", lambda node, pattern: _("{node}: processes matching {pattern} ended").format(
+    node=node, pattern=pattern))
 def kill_processes(lab: Lab, node: str, pattern: str) -> None:
     """End the processes whose command line matches ``pattern`` (pkill -f; ``[x]`` in it keeps the shell running
     the command from matching itself); SIGKILL for those still there 5 s later."""
@@ -145,19 +155,20 @@ def kill_processes(lab: Lab, node: str, pattern: str) -> None:
                  f"! pgrep -f {p} >/dev/null")
 
 
-@op("remove_paths", lambda node, paths: f"{node}: removed {', '.join(paths)}")
+@op("remove_paths", lambda node, paths: _("{node}: removed {paths}").format(node=node, paths=", ".join(paths)))
 def remove_paths(lab: Lab, node: str, paths: list[str]) -> None:
     lab.sh(node, f"rm -rf {' '.join(map(shlex.quote, paths))}")
 
 
-@op("stop_unit", lambda node, unit: f"{node}: {unit} stopped")
+@op("stop_unit", lambda node, unit: _("{node}: {unit} stopped").format(node=node, unit=unit))
 def stop_unit(lab: Lab, node: str, unit: str) -> None:
     """Stop a unit (a transient one the fault started); gone or inactive already is fine."""
     u = shlex.quote(unit)
     lab.sh(node, f"systemctl stop {u} 2>/dev/null || true; ! systemctl is-active -q {u}")
 
 
-@op("taint", lambda node, key, effect: f"{node}: taint {key}:{effect} put back")
+@op("taint", lambda node, key, effect: _("{node}: taint {key}:{effect} put back").format(node=node, key=key,
+                                                                                           effect=effect))
 def taint(lab: Lab, node: str, key: str, effect: str) -> None:
     """Add a taint to a node unless it has it (a node may not have the same key and effect twice)."""
     current = [t.to_dict() for t in lab.core.read_node(node).spec.taints or []]
@@ -175,7 +186,7 @@ DELETERS = {
 }
 
 
-@op("delete_object", lambda kind, name: f"{kind} {name} deleted")
+@op("delete_object", lambda kind, name: _("{kind} {name} deleted").format(kind=kind, name=name))
 def delete_object(lab: Lab, kind: str, name: str) -> None:
     """Delete a cluster-scoped object; one that is not there (404), or a namespace already being deleted (409:
     "the system is ensuring all content is removed"), is no error."""
@@ -189,7 +200,7 @@ def delete_object(lab: Lab, kind: str, name: str) -> None:
             raise
 
 
-@op("wait_healthy", lambda timeout: f"the cluster healthy again (at most {timeout:.0f} s)")
+@op("wait_healthy", lambda timeout: _("the cluster healthy again (at most {timeout:.0f} s)").format(timeout=timeout))
 def wait_healthy(lab: Lab, timeout: float) -> None:
     """Every node Ready and every component's unit active (Lab.wait_healthy), bounded."""
     lab.wait_healthy(timeout=timeout)
@@ -215,11 +226,15 @@ class Journal:
     started: str = ""
     complete: bool = False  # False while the fault is being put in (or when that was interrupted)
     steps: list[dict] = field(default_factory=list)
+    # The machines the reveal names ({"last_worker": "w2"}, Fault.names): symptom and reveal are kept in English,
+    # `lab break --reveal` shows them in the learner's language from the catalogue, filled with these names.
+    names: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def begin(cls, path: Path, fault: str, check: str, symptom: str = "", reveal: str = "") -> Journal:
+    def begin(cls, path: Path, fault: str, check: str, symptom: str = "", reveal: str = "",
+              names: dict[str, str] | None = None) -> Journal:
         """A new record; refused (LabError) while another one exists: one fault at a time."""
-        journal = cls(Path(path), fault, check, symptom, reveal, now())
+        journal = cls(Path(path), fault, check, str(symptom), str(reveal), now(), names=dict(names or {}))
         journal.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             fd = os.open(journal.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -241,9 +256,10 @@ class Journal:
         except FileNotFoundError:
             return None
         except (ValueError, TypeError) as exc:
-            raise LabError(f"the fault record {path} is unreadable ({exc}). Look at it: it lists what undoes the "
-                           "fault. Once the cluster is repaired by hand (`make repair` re-runs the playbooks, but "
-                           "does not remove what a fault added), remove the file.") from exc
+            raise LabError(_("the fault record {path} is unreadable ({error}). Look at it: it lists what undoes the "
+                             "fault. Once the cluster is repaired by hand (`make repair` re-runs the playbooks, but "
+                             "does not remove what a fault added), remove the file.").format(path=path, error=exc)) \
+                from exc
 
     def text(self) -> str:
         data = {"format": FORMAT, **asdict(self)}
@@ -288,15 +304,19 @@ def already_active(path: Path) -> str:
         other = Journal.load(path)
     except LabError:
         other = None
-    what = f"on {other.check}, since {other.started}" if other else f"(its record {path} is unreadable)"
-    return (f"a break-and-fix exercise is already active {what}: one fault at a time. Fix it and end it with "
-            "`lab break --undo` (which also restores whatever you did not fix), then break the next one.")
+    if other:
+        return _("a break-and-fix exercise is already active on {check}, since {started}: one fault at a time. Fix it "
+                 "and end it with `lab break --undo` (which also restores whatever you did not fix), then break the "
+                 "next one.").format(check=other.check, started=other.started)
+    return _("a break-and-fix exercise is already active (its record {path} is unreadable): one fault at a time. Fix "
+             "it and end it with `lab break --undo` (which also restores whatever you did not fix), then break the "
+             "next one.").format(path=path)
 
 
 def undo(lab: Lab, journal: Journal, wait: bool = True, log: Callable[[str], None] | None = None) -> list[str]:
     """Carry out the recorded undo steps, newest first, each whatever became of the others (``wait``: the waits for
     health too). The record is removed once every step that changes the cluster succeeded; otherwise it stays, to be
-    undone again. The errors, one line per failed step."""
+    undone again. The errors, one line per failed step (``log`` and the errors are Texts: English, shown translated)."""
     errors, kept = [], False
     for step in reversed(journal.steps):
         if step["op"] == "wait_healthy" and not wait:
@@ -304,9 +324,9 @@ def undo(lab: Lab, journal: Journal, wait: bool = True, log: Callable[[str], Non
         try:
             OPS[step["op"]].run(lab, **{k: v for k, v in step.items() if k != "op"})
             if log:
-                log(f"undone: {describe(step)}")
+                log(_("undone: {step}").format(step=describe(step)))
         except Exception as exc:  # noqa: BLE001 - every step gets its chance
-            errors.append(f"{describe(step)}: {exc}")
+            errors.append(join(": ", [describe(step), message_of(exc)]))
             kept = kept or step["op"] != "wait_healthy"
     if not kept:
         journal.remove()

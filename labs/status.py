@@ -125,14 +125,15 @@ def main_status(lab: Lab, wait: float = 0) -> int:
     print("\n".join(report.lines))
     note = active_note()
     if note:
-        print(f"exercise\n  {note}")
+        print(tr(_("exercise")) + "\n  " + tr(note))
     if report.problems:
-        if note:  # the break-and-fix messages are in English for now
-            print(f"\nlab: NOT healthy ({len(report.problems)} problem(s)); `make repair` takes the exercise's fault "
-                  "out and re-runs the playbooks")
+        count = len(report.problems)
+        if note:
+            verdict = _("NOT healthy ({count} problem(s)); `make repair` takes the exercise's fault out and re-runs "
+                        "the playbooks").format(count=count)
         else:
-            print("\nlab: " + tr(_("NOT healthy ({count} problem(s)); `make repair` re-runs the playbooks").format(
-                count=len(report.problems))))
+            verdict = _("NOT healthy ({count} problem(s)); `make repair` re-runs the playbooks").format(count=count)
+        print("\nlab: " + tr(verdict))
         return 1
     print("\nlab: " + tr(_("healthy")))
     return 0

@@ -18,8 +18,9 @@ from kubernetes.client.rest import ApiException
 from labs import exercises
 from labs.cli import main
 from labs.faults import CATALOGUE, FAULTS, TEST_ONLY, Fault, broken, fill, targets
+from labs.i18n import set_language, tr
 from labs.journal import OPS, RECORD, Journal, describe, record_path, undo
-from labs.registry import CheckFailed, LabError, load_checks
+from labs.registry import CheckFailed, LabError, load_checks, message_of
 
 # --------------------------------------------------------------------------
 # A model of an ha cluster (cp1..cp3 with stacked etcd, w1, w2): files, drop-ins, stopped units, processes and
@@ -514,6 +515,116 @@ def test_lab_check_does_not_wait_for_health_while_an_exercise_is_active():
     assert waits == []
     run_checks(lab, [chk], 1, tty=False)
     assert len(waits) == 1
+
+
+# --------------------------------------------------------------------------
+# In the learner's language: what `lab break` and the notes print is translated, names and commands kept; the record
+# stays English
+
+
+class Renamed(Cluster):
+    """A cluster whose machines have other names than the examples of the catalogs."""
+
+    control_plane = ["alpha", "beta", "gamma"]
+    workers = ["north", "south"]
+
+
+@pytest.fixture
+def english_afterwards():
+    yield
+    set_language(None)
+
+
+def test_list_in_russian(state, capsys, english_afterwards):
+    rc, out, _ = run_lab(capsys, "--list", "--lang", "ru")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].split() == ["упражнение", "симптом"]
+    assert "C16            Одна нода затихла." in lines
+    assert "C09            Запись продолжается, даже когда два из трёх членов базы данных остановлены. (нужно: три " \
+           "члена etcd (PROFILE=ha))" in lines
+    assert "Нет упражнений для C12, C18, C22: их утверждение можно сделать ложным только посреди проверки" in out
+    assert "`lab break CNN`" in out and "symptom" not in out
+
+
+def test_break_and_reveal_in_norwegian_name_the_real_machines(state, capsys, english_afterwards):
+    cluster = Renamed()
+    set_language("nb")
+    assert exercises.cmd_break(lambda: cluster, "C16", False) == 0
+    out = capsys.readouterr().out
+    assert "Ødelegg-og-fiks-øvelse på C16." in out and "  Symptom: Én node ble stille.\n" in out
+    assert "Kjør `lab check C16` for å se den feile" in out and "south" not in out
+    record = json.loads(record_path().read_text())  # the record stays English, with the names the reveal uses
+    assert record["symptom"] == "One node went quiet." and record["names"] == {"last_worker": "south"}
+    assert record["reveal"] == "kubelet was stopped on south (`systemctl stop kubelet`)."
+
+    rc, out, _ = run_lab(capsys, "--reveal", "--lang", "nb")
+    assert rc == 0 and out.startswith("Øvelse på C16, feil C16, siden ")
+    assert "Symptom: Én node ble stille.\n" in out
+    assert "Hva som ble ødelagt: kubelet ble stoppet på south (`systemctl stop kubelet`).\n" in out
+    assert "Hva `lab break --undo` gjør:\n  - south: startet kubelet, containerd.service, kubelet.service, " \
+           "ssh.service\n  - klyngen frisk igjen (høyst 240 s)\n" in out
+    many = describe({"op": "start_units", "node": "south", "units": ["a", "b", "c", "d", "e", "f"]})
+    assert (many, tr(many)) == ("south: started a, b, c, d and 2 more", "south: startet a, b, c, d og 2 til")
+
+    assert exercises.cmd_undo(lambda: cluster) == 0
+    out = capsys.readouterr().out
+    assert "lab: angrer øvelsen på C16 (feil C16)\n  angret: south: startet kubelet" in out
+    assert "lab: klyngen er frisk igjen." in out
+
+
+def test_a_reveal_with_placeholders_reads_in_every_language_with_the_machines_filled_in(state):
+    cluster = Renamed()
+    for fault in CATALOGUE:
+        english = fault.reveal_for(cluster)
+        for lang in ("ru", "nb", "es"):
+            shown = tr(english, lang)
+            assert shown != english and "{" not in shown, (fault.id, lang)
+            for name in set(re.findall(r"\w+", english)) & set(cluster.nodes):
+                assert name in shown, (fault.id, lang, name)
+            for path in ("/usr/local/sbin/lab-stray/etcd", ".before-lab-break", "zz-lab-falsify.conf"):
+                assert (path in english) == (path in shown), (fault.id, lang, path)
+            assert tr(fault.symptom, lang) != fault.symptom, (fault.id, lang)
+    assert tr(FAULTS["C02"].reveal_for(cluster), "es") == (
+        "Se quitó el taint node-role.kubernetes.io/control-plane:NoSchedule de gamma (`kubectl describe node gamma`). "
+        "`kubectl taint` lo vuelve a poner.")
+
+
+def test_a_record_the_catalogue_no_longer_matches_is_revealed_as_it_is(state, capsys, english_afterwards):
+    Journal.begin(record_path(), "C16", "C16", "A symptom of another version.", "Something else was broken.")
+    rc, out, _ = run_lab(capsys, "--reveal", "--lang", "es")
+    assert rc == 0 and "Síntoma: A symptom of another version.\n" in out
+    assert "Qué se rompió: Something else was broken.\n" in out
+
+
+def test_refusals_are_translated(state, capsys, english_afterwards):
+    rc, _, err = run_lab(capsys, "C12", "--lang", "es")
+    assert rc == 2 and err.startswith("lab: C12 no tiene ejercicio de romper y arreglar: su afirmación (un pod borrado")
+    one = Cluster(control_plane=["cp1"])
+    set_language("ru")
+    with pytest.raises(LabError) as refused:
+        exercises.cmd_break(lambda: one, "C28", False)
+    assert str(refused.value).startswith("no exercise of C28 fits this cluster (C28: it needs several")  # English
+    assert tr(message_of(refused.value)) == ("ни одно упражнение C28 не подходит для этого кластера (C28: нужно "
+                                             "несколько управляющих нод; в этом кластере их 1 (в PROFILE=ha их три)).")
+
+
+def test_status_speaks_of_the_exercise_in_one_language(state, capsys, monkeypatch, english_afterwards):
+    from labs import status
+
+    monkeypatch.setattr(status, "status", lambda lab: status.Report(["machines"], ["w2: kubelet inactive"]))
+    Journal.begin(record_path(), "C16", "C16", "One node went quiet.", "kubelet was stopped on w2")
+    set_language("ru")
+    assert status.main_status(SimpleNamespace()) == 1
+    out = capsys.readouterr().out
+    assert "\nупражнение\n  активно упражнение «сломай и почини» для C16 (с " in out
+    assert out.endswith("lab: НЕ здорова (проблем: 1); `make repair` убирает неисправность упражнения и перезапускает "
+                        "плейбуки\n")
+    set_language("en")
+    status.main_status(SimpleNamespace())
+    out = capsys.readouterr().out
+    assert "\nexercise\n  a break-and-fix exercise is active on C16 (since " in out
+    assert out.endswith("lab: NOT healthy (1 problem(s)); `make repair` takes the exercise's fault out and re-runs "
+                        "the playbooks\n")
 
 
 # --------------------------------------------------------------------------

@@ -67,7 +67,8 @@ def test_lang_is_taken_before_and_after_the_subcommand(argv, capsys, monkeypatch
     assert "Кластер — это управляющие ноды и рабочие ноды" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", ["list", "show C01", "hint C01", "check C01", "diagram", "status", "ssh cp1"])
+@pytest.mark.parametrize("command", ["list", "show C01", "hint C01", "check C01", "diagram", "status", "ssh cp1",
+                                     "break --list"])
 def test_every_command_accepts_lang(command):
     words = command.split()
     assert cli.make_parser().parse_args([words[0], "--lang", "nb", *words[1:]]).lang == "nb"
