@@ -14,7 +14,7 @@ PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check cis molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -99,6 +99,9 @@ start: ## start stopped machines again, without provisioning: the cluster comes 
 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
 	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)
+
+cis: ## the CIS Kubernetes Benchmark (kube-bench) on the running cluster; results in the state folder's cis/
+	@$(PY) -m tools.cis
 
 molecule: deps artifacts node-image ## each role's molecule scenario (ROLES="etcd kubelet" for some)
 	@tests/molecule/run.sh $(ROLES)
