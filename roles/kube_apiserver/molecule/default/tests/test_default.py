@@ -33,6 +33,24 @@ def test_keys_and_encryption_configuration_are_readable_by_root_only(host):
     assert encryption.contains("aescbc")
 
 
+def test_audit_policy_and_hardening_flags(host):
+    """What the CIS benchmark asks of the API server's own settings: an audit policy that records access to Secrets,
+    ConfigMaps and TokenReviews (metadata only) and exec/attach/port-forward/proxy (with the request), rotated logs,
+    no profiling, and service-account tokens that are not silently extended."""
+    import yaml
+
+    policy = yaml.safe_load(host.file("/etc/kubernetes/audit-policy.yaml").content_string)
+    levels = {(g["group"], r): rule["level"] for rule in policy["rules"] for g in rule.get("resources", [])
+              for r in g["resources"]}
+    assert levels[("", "secrets")] == levels[("", "configmaps")] == "Metadata"
+    assert levels[("authentication.k8s.io", "tokenreviews")] == "Metadata"
+    assert all(levels[("", r)] == "Request" for r in ("pods/exec", "pods/attach", "pods/portforward", "pods/proxy"))
+    unit = host.file("/etc/systemd/system/kube-apiserver.service").content_string
+    for flag in ("--profiling=false", "--service-account-extend-token-expiration=false", "--audit-log-maxage=",
+                 "--audit-log-maxbackup=", "--audit-log-maxsize="):
+        assert flag in unit, flag
+
+
 def test_secrets_are_encrypted_in_etcd(host):
     api = client.CoreV1Api(admin_client())
     name, value = "molecule-encrypted", "plain-text-value"
