@@ -369,7 +369,7 @@ def recorded() -> dict:
 def record(settings: dict) -> Path:
     """Remember the profile and provider of the cluster being brought up (state folder, removed by `make down`)."""
     path = Path(settings["state_dir"]) / RECORD
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.write_text(json.dumps({"profile": settings["profile"], "provider": settings["provider"]}) + "\n")
     return path
 

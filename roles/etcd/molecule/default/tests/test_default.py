@@ -22,6 +22,8 @@ def test_keys_are_readable_by_root_only(host):
     assert host.file("/var/lib/etcd").mode == 0o700
     for key in ("server", "peer", "healthcheck-client"):
         assert host.file(f"/etc/etcd/pki/{key}.key").mode == 0o600, key
+    for path in ("/etc/etcd/etcd.conf.yml", "/etc/systemd/system/etcd.service"):
+        assert host.file(path).mode == 0o600, path
 
 
 def test_listens_for_clients_and_peers(host):

@@ -45,6 +45,7 @@ def test_audit_policy_and_hardening_flags(host):
     assert levels[("", "secrets")] == levels[("", "configmaps")] == "Metadata"
     assert levels[("authentication.k8s.io", "tokenreviews")] == "Metadata"
     assert all(levels[("", r)] == "Request" for r in ("pods/exec", "pods/attach", "pods/portforward", "pods/proxy"))
+    assert host.file("/etc/systemd/system/kube-apiserver.service").mode == 0o600
     unit = host.file("/etc/systemd/system/kube-apiserver.service").content_string
     for flag in ("--profiling=false", "--service-account-extend-token-expiration=false", "--audit-log-maxage=",
                  "--audit-log-maxbackup=", "--audit-log-maxsize="):
