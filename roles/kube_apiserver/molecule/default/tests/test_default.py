@@ -60,3 +60,18 @@ def test_secrets_are_encrypted_in_etcd(host):
     get = f". /etc/etcd/etcdctl.env && etcdctl get /registry/secrets/default/{name} --print-value-only"
     assert host.check_output(f"{get} | head -c 18") == "k8s:enc:aescbc:v1:"
     assert host.run(f"{get} | grep -q {value}").rc == 1
+
+
+def test_pod_security_baseline_is_enforced_by_default(host):
+    """A privileged pod in a namespace without Pod Security labels is refused (baseline enforced cluster-wide)."""
+    from kubernetes.client.rest import ApiException
+
+    api = client.CoreV1Api(admin_client())
+    pod = {"metadata": {"name": "molecule-privileged"}, "spec": {"containers": [
+        {"name": "c", "image": "localhost/none:0", "securityContext": {"privileged": True}}]}}
+    try:
+        api.create_namespaced_pod("default", pod, dry_run="All")
+    except ApiException as exc:
+        assert exc.status == 403 and "PodSecurity" in exc.body, exc.body
+    else:
+        raise AssertionError("a privileged pod was admitted")
