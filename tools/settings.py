@@ -37,7 +37,8 @@ VERSIONS_FILE = ROOT / "versions.yml"
 SCHEMA_FILE = Path(__file__).with_name("settings.schema.json")
 RECORD = "cluster.json"  # in the state dir: the profile and provider of the cluster that is up
 # What a cluster leaves in the state folder (removed by `make down`; the SSH key and benchmark reports stay).
-CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "encryption-key", "vrrp-password", RECORD)
+CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "encryption-key", "encryption-keys.json", "vrrp-password",
+                 RECORD)
 
 PROVIDERS = ("auto", "virtualbox", "libvirt", "docker")
 VM_PROVIDERS = ("virtualbox", "libvirt")

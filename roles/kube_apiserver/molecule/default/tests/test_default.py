@@ -35,7 +35,7 @@ def test_keys_and_encryption_configuration_are_readable_by_root_only(host):
         assert host.file(f"/etc/kubernetes/pki/{key}.key").mode == 0o600, key
     encryption = host.file("/etc/kubernetes/encryption-config.yaml")
     assert encryption.mode == 0o600 and encryption.user == "root"
-    assert encryption.contains("aescbc")
+    assert encryption.contains("secretbox")
 
 
 def test_audit_policy_and_hardening_flags(host):
@@ -63,7 +63,7 @@ def test_secrets_are_encrypted_in_etcd(host):
     if not api.list_namespaced_secret("default", field_selector=f"metadata.name={name}").items:
         api.create_namespaced_secret("default", client.V1Secret(metadata={"name": name}, string_data={"k": value}))
     get = f". /etc/etcd/etcdctl.env && etcdctl get /registry/secrets/default/{name} --print-value-only"
-    assert host.check_output(f"{get} | head -c 18") == "k8s:enc:aescbc:v1:"
+    assert host.check_output(f"{get} | head -c 21") == "k8s:enc:secretbox:v1:"
     assert host.run(f"{get} | grep -q {value}").rc == 1
 
 
