@@ -77,28 +77,25 @@ def summarize(reports: dict[str, dict], skip: dict[str, str], benchmark: str) ->
     return "\n".join(lines) + "\n", totals
 
 
-def kube_bench_archive() -> Path:
-    """The kube-bench release archive for this host's architecture, in the artifact cache."""
-    art = next(a for a in artifacts.plan(artifacts.load_versions(), artifacts.host_arch()) if a.id == "kube-bench")
-    path = artifacts.default_cache() / art.relpath
-    if not path.is_file():
-        raise SystemExit(f"cis: {path} is missing: run `make artifacts`")
-    return path
-
-
-def kubectl_dir() -> Path:
-    art = next(a for a in artifacts.plan(artifacts.load_versions(), artifacts.host_arch()) if a.id == "kubectl")
-    return (artifacts.default_cache() / art.relpath).parent
+def cached(ids: tuple[str, ...]) -> dict[str, Path]:
+    """The artifact cache's files for ``ids`` (artifact ids of versions.yml), for this host's architecture."""
+    plan = {a.id: a for a in artifacts.plan(artifacts.load_versions(), artifacts.host_arch())}
+    paths = {i: artifacts.default_cache() / plan[i].relpath for i in ids}
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        raise SystemExit(f"cis: {', '.join(missing)} missing: run `make artifacts`")
+    return paths
 
 
 def policies(out: Path, cfg: dict) -> None:
     """The policies target (RBAC, Pod Security, network policies, Secrets) from this host, as an administrator."""
     with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(kube_bench_archive()) as tar:
+        files = cached(("kube-bench", "kubectl"))
+        with tarfile.open(files["kube-bench"]) as tar:
             tar.extractall(tmp, filter="data")
         kubectl = Path(tmp) / "bin" / "kubectl"
         kubectl.parent.mkdir()
-        shutil.copy(kubectl_dir() / "kubectl", kubectl)
+        shutil.copy(files["kubectl"], kubectl)
         kubectl.chmod(0o755)
         env = dict(os.environ, KUBECONFIG=str(state_dir() / "admin.kubeconfig"),
                    PATH=f"{kubectl.parent}{os.pathsep}{os.environ.get('PATH', '')}")
