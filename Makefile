@@ -14,7 +14,7 @@ PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key test-security molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -103,7 +103,10 @@ check: ## run every lab check against the running cluster (CHECKS="C01 C16" for 
 rotate-encryption-key: settings ## a new key for Secrets at rest, every Secret rewritten with it, the old one retired (no downtime)
 	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/rotate-encryption-key.yml
 
-test-security: deps artifacts node-image ## default profile: make cis with no FAIL, then a key rotation with the checks passing after it (not in CI yet)
+renew-certificates: settings ## reissue every leaf certificate (CAs stay) and restart what uses them one at a time (no downtime with several control-plane nodes)
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/renew-certificates.yml
+
+test-security: deps artifacts node-image ## default profile: make cis with no FAIL, a key rotation and a certificate renewal with the checks passing after each (not in CI)
 	@K8S_LAB_SECURITY=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_security.py $(PYTEST_ARGS)
 
 cis: ## the CIS Kubernetes Benchmark (kube-bench) on the running cluster; results in the state folder's cis/

@@ -361,10 +361,10 @@ def check_module(check_id: str):
     return sys.modules[load_checks()[check_id].func.__module__]
 
 
-def etcd_open_to_all(doc: dict) -> None:
-    """etcd config: clients need no certificate from etcd's CA."""
-    doc["client-transport-security"]["client-cert-auth"] = False
-    doc["client-transport-security"].pop("trusted-ca-file", None)
+def etcd_open_to_all(text: str) -> str:
+    """etcd unit: clients need no certificate from etcd's CA (the peers' flags stay)."""
+    text = re.sub(r"(\s)--client-cert-auth=true", r"\1--client-cert-auth=false", text)
+    return re.sub(r"^\s*--trusted-ca-file=\S+ \\\n", "", text, flags=re.M)
 
 
 def authorize_everything(text: str) -> str:
@@ -400,7 +400,7 @@ def falsifiers(lab: Lab) -> dict[str, tuple]:
         "C04": ("C04", lambda: rogue_etcd_client(lab, cp),
                 rf"{cp}: .* -> etcd .* is held by pid \d+ /usr/local/sbin/rogue-client"),
         # one etcd member accepts clients without a certificate
-        "C04-member": ("C04", lambda: edited(lab, [etcd[-1]], "/etc/etcd/etcd.conf.yml", yaml_edit(etcd_open_to_all),
+        "C04-member": ("C04", lambda: edited(lab, [etcd[-1]], "/etc/systemd/system/etcd.service", etcd_open_to_all,
                                              "etcd"),
                        rf"etcd {etcd[-1]} answered a client without a certificate"),
         # one API server authorizes everything
