@@ -19,7 +19,7 @@ ifdef K8S_LAB_STATE_DIR
 export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
 endif
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-restart test-fresh-host lab i18n clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -111,6 +111,18 @@ start: ## start stopped machines again, without provisioning: the cluster comes 
 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
 	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)
+
+rotate-encryption-key: settings ## a new key for Secrets at rest, every Secret rewritten with it, the old one retired (no downtime)
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/rotate-encryption-key.yml
+
+renew-certificates: settings ## reissue every leaf certificate (CAs stay) and restart what uses them one at a time (no downtime with several control-plane nodes)
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/renew-certificates.yml
+
+test-security: deps artifacts node-image ## default profile: make cis with no FAIL, a key rotation and a certificate renewal with the checks passing after each (not in CI)
+	@K8S_LAB_SECURITY=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_security.py $(PYTEST_ARGS)
+
+cis: ## the CIS Kubernetes Benchmark (kube-bench) on the running cluster; results in the state folder's cis/
+	@$(PY) -m tools.cis
 
 molecule: deps artifacts node-image ## each role's molecule scenario (ROLES="etcd kubelet" for some)
 	@tests/molecule/run.sh $(ROLES)

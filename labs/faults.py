@@ -305,10 +305,10 @@ def scheduler_ignores_cordons(doc: dict) -> None:
                                                             {"name": "TaintToleration"}]}}}]
 
 
-def etcd_open_to_all(doc: dict) -> None:
-    """etcd config: clients need no certificate from etcd's CA."""
-    doc["client-transport-security"]["client-cert-auth"] = False
-    doc["client-transport-security"].pop("trusted-ca-file", None)
+def etcd_open_to_all(text: str) -> str:
+    """etcd unit: clients need no certificate from etcd's CA (the peers' flags stay)."""
+    text = re.sub(r"(\s)--client-cert-auth=true", r"\1--client-cert-auth=false", text)
+    return re.sub(r"^\s*--trusted-ca-file=\S+ \\\n", "", text, flags=re.M)
 
 
 def authorize_everything(text: str) -> str:
@@ -388,11 +388,12 @@ CATALOGUE = [
                    "remove the binary."),
           reason=r"{cp}: .* -> etcd .* is held by pid \d+ /usr/local/sbin/rogue-client"),
     Fault("C04-member", "C04",
-          lambda lab, j: edit_file(lab, j, [lab.etcd_members[-1]], f"{lab.path('etcd_config_dir')}/etcd.conf.yml",
-                                   yaml_edit(etcd_open_to_all), "etcd"),
+          lambda lab, j: edit_file(lab, j, [lab.etcd_members[-1]], "/etc/systemd/system/etcd.service",
+                                   etcd_open_to_all, "etcd"),
           symptom=_("The cluster's database may accept connections that it should refuse."),
-          reveal=_("The etcd member on {last_etcd} accepts clients without a certificate: client-cert-auth false and "
-                   "no trusted-ca-file in its etcd.conf.yml (the original is beside it, *{backup}). {undo}"),
+          reveal=_("The etcd member on {last_etcd} accepts clients without a certificate: --client-cert-auth=false "
+                   "and no --trusted-ca-file in its unit, /etc/systemd/system/etcd.service (the original is beside "
+                   "it, *{backup}). {undo}"),
           reason=r"etcd {last_etcd} answered a client without a certificate"),
     Fault("C05", "C05",
           lambda lab, j: edit_file(lab, j, [lab.control_plane[-1]], "/etc/systemd/system/kube-apiserver.service",

@@ -41,8 +41,8 @@ LAB_ADMIN = "lab-admin-"  # the scopes the lab runs its own etcdctl reads in (La
         _("*cp1: kube-scheduler (main pid 0, inactive) holds connections to the API [], to etcd []*: the unit is "
           "stopped — a disruptive check running at the same time does this; `systemctl status kube-scheduler`. With a "
           "list after *to etcd*, the component itself was pointed at etcd."),
-        _("*etcd cp2 answered a client without a certificate*: that member runs without `client-cert-auth`, or its "
-          "`trusted-ca-file` is missing (`/etc/etcd/etcd.conf.yml`, `systemctl cat etcd`)."),
+        _("*etcd cp2 answered a client without a certificate*: that member runs without `--client-cert-auth=true`, "
+          "or its `--trusted-ca-file` is missing (`systemctl cat etcd`)."),
         _("*etcd cp2 answered a certificate that its CA did not sign*: that member trusts the cluster CA instead of "
           "etcd's."),
         _("*etcd cp2 does not answer even a valid client certificate*: etcd is down on that member."),

@@ -8,6 +8,9 @@ from labs.lab import Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
 
+# What the API server's encryption providers put before a value they encrypted (k8s:enc:<provider>:v1:<key name>:).
+ENCRYPTED = (b"k8s:enc:secretbox:v1:", b"k8s:enc:aescbc:v1:", b"k8s:enc:aesgcm:v1:", b"k8s:enc:kms:v2:")
+
 
 def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
     """Up to ``n`` bytes as text (non-printable as "."): from the start, or ending with ``at`` when found."""
@@ -26,7 +29,7 @@ def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
     does=_("Creates a ConfigMap through the API and reads its key in etcd with etcdctl on every etcd member (the "
            "value, in the API server's protobuf encoding, holds the data); changes it (new value, higher "
            "mod_revision); deletes it (key gone). Writes a Secret through every API server (each at its own address) "
-           "and finds each value encrypted in etcd (k8s:enc:aescbc:v1:, plaintext absent)."),
+           "and finds each value encrypted in etcd (k8s:enc:secretbox:v1:<key>:, plaintext absent)."),
     hints=[
         _("*cp1: etcd key … missing or without '…'*: the API server writes to another etcd (`--etcd-servers`) or "
           "another prefix."),
@@ -69,7 +72,7 @@ def run(lab: Lab, ev: Evidence) -> None:
             client.CoreV1Api(lab.api_client_for(server)).create_namespaced_secret(
                 ns, {"metadata": {"name": name}, "stringData": {"password": secret}})
             kv = lab.etcd_get(f"{prefix}/secrets/{ns}/{name}", members[0])
-            encrypted = kv is not None and kv["value"].startswith(b"k8s:enc:aescbc:v1:")
+            encrypted = kv is not None and kv["value"].startswith(ENCRYPTED)
             ev.expect(encrypted and secret.encode() not in kv["value"],
                       _("Secret written through {node}'s API server ({server}) stored encrypted: {value}… (plaintext "
                         "{secret!r} absent)").format(
