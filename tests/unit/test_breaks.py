@@ -29,7 +29,8 @@ from labs.registry import CheckFailed, LabError, load_checks, message_of
 CONFIGS = {
     "/etc/systemd/system/etcd.service": "ExecStart=/usr/local/bin/etcd \\\n  --client-cert-auth=true \\\n"
                                         "  --trusted-ca-file=/etc/etcd/pki/ca.crt \\\n"
-                                        "  --peer-client-cert-auth=true \\\n  --peer-trusted-ca-file=/etc/etcd/pki/ca.crt\n",
+                                        "  --peer-client-cert-auth=true \\\n"
+                                        "  --peer-trusted-ca-file=/etc/etcd/pki/ca.crt\n",
     "/etc/systemd/system/kube-apiserver.service": "ExecStart=/usr/local/bin/kube-apiserver "
                                                   "--authorization-mode=Node,RBAC --secure-port=6443\n",
     "/etc/kubernetes/encryption-config.yaml": yaml.safe_dump({"resources": [
