@@ -48,8 +48,9 @@ unit: deps ## unit tests of pure logic
 integration: deps artifacts node-image ## tests on real node containers
 	@$(VENV)/bin/pytest -q -m integration tests/integration $(PYTEST_ARGS)
 
-test: deps artifacts node-image lint ## the whole test suite (what CI runs)
-	@$(VENV)/bin/pytest tests --durations=30 $(PYTEST_ARGS)
+test: deps artifacts node-image lint ## the whole test suite (what CI runs); each test's time kept in the cache's reports/
+	@reports=$$($(PY) -m tools.locations cache)/reports; mkdir -p "$$reports"; \
+		$(VENV)/bin/pytest tests --durations=30 --junitxml="$$reports/make-test-$$(date -u +%Y%m%dT%H%M%SZ).xml" $(PYTEST_ARGS)
 
 test-labs: deps artifacts node-image ## only the lab checks (both profiles), falsification and restore tests (ha)
 	@$(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)

@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +26,11 @@ def read_inventory(inventory: Path) -> dict:
     """`ansible-inventory --list` of an inventory: groups, and each host's variables under _meta.hostvars."""
     env = dict(os.environ)
     env.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+    # The ansible-inventory of lab's own virtualenv (.venv/bin/lab works without the venv activated), else PATH's.
+    beside = Path(sys.executable).parent / "ansible-inventory"
+    command = str(beside) if beside.is_file() else "ansible-inventory"
     try:
-        out = subprocess.run(["ansible-inventory", "-i", str(inventory), "--list"],
+        out = subprocess.run([command, "-i", str(inventory), "--list"],
                              capture_output=True, text=True, timeout=60, check=False, env=env)
     except FileNotFoundError as exc:
         raise LabError(_("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) and "
