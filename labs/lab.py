@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from labs.i18n import _
 from labs.kube import bound_requests, node_ips
-from labs.nodes import NodeAccess
+from labs.nodes import NodeAccess, venv_on_path
 from labs.paths import DEFAULT_INVENTORY
 from labs.registry import Evidence, LabError
 from labs.restore import RESTORER
@@ -38,11 +37,7 @@ class Lab(NodeAccess):
             raise LabError(_(
                 "no Ansible inventory at {inventory}. Run `lab` from the k8s-arch-lab checkout, or pass --inventory "
                 "(or K8S_LAB_INVENTORY) with the inventory the playbooks used.").format(inventory=self.inventory))
-        # Ansible's commands (ansible-inventory, used here and by testinfra) live beside the lab's own Python
-        # when it runs from the virtualenv without the virtualenv being activated.
-        bindir = str(Path(sys.executable).parent)
-        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+        venv_on_path()
         self._groups: dict[str, list[str]] | None = None
         self._hosts: dict = {}
         # The admin kubeconfig `make up` writes into the lab's state folder, which the inventory publishes.

@@ -22,15 +22,21 @@ from labs.registry import CheckFailed, Evidence, LabError
 from labs.restore import RESTORER
 
 
+def venv_on_path() -> None:
+    """Put the directory of lab's own Python first on PATH: Ansible's commands (ansible-inventory, used here and
+    by testinfra) live beside it when `.venv/bin/lab` runs without the virtualenv activated."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
 def read_inventory(inventory: Path) -> dict:
     """`ansible-inventory --list` of an inventory: groups, and each host's variables under _meta.hostvars."""
+    venv_on_path()
     env = dict(os.environ)
     env.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
-    # The ansible-inventory of lab's own virtualenv (.venv/bin/lab works without the venv activated), else PATH's.
-    beside = Path(sys.executable).parent / "ansible-inventory"
-    command = str(beside) if beside.is_file() else "ansible-inventory"
     try:
-        out = subprocess.run([command, "-i", str(inventory), "--list"],
+        out = subprocess.run(["ansible-inventory", "-i", str(inventory), "--list"],
                              capture_output=True, text=True, timeout=60, check=False, env=env)
     except FileNotFoundError as exc:
         raise LabError(_("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) and "
