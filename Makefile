@@ -52,8 +52,8 @@ test: deps artifacts node-image lint ## the whole test suite (what CI runs); eac
 	@reports=$$($(PY) -m tools.locations cache)/reports; mkdir -p "$$reports"; \
 		$(VENV)/bin/pytest tests --durations=30 --junitxml="$$reports/make-test-$$(date -u +%Y%m%dT%H%M%SZ).xml" $(PYTEST_ARGS)
 
-test-labs: deps artifacts node-image ## only the lab checks (both profiles), falsification and restore tests (ha)
-	@$(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
+test-labs: deps artifacts node-image ## the lab checks on both profiles (all of them on each), the disruptive ones twice in a row on ha, falsification and restore tests (ha)
+	@K8S_LAB_LABS_FULL=1 $(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
 
 test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour and more under emulation)
 	@$(MAKE) --no-print-directory deps PROVIDER=libvirt

@@ -22,8 +22,10 @@ LAB_LABEL = "k8s-arch-lab/check"
 # The systemd units the playbooks install (each node has those of its roles).
 CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet",
                  "kube-proxy", "pod-network")
-# A unit counts as up once active this long (a component that cannot start exits within a few seconds).
-UNIT_STEADY_SECONDS = 10
+# A unit counts as up once active this long (times timeout_scale): a component that cannot start exits within a
+# few seconds (kube-controller-manager started before its API server was ready exited 3.1-3.2 s after its start, in
+# the journal of an ha run), and systemd shows it as not active until its restart.
+UNIT_STEADY_SECONDS = 5
 LB_UNITS = ("haproxy", "keepalived")  # on the control-plane nodes of a cluster with several (the node image has
 # them everywhere, enabled by their packages but unconfigured on the other machines)
 
@@ -160,11 +162,13 @@ class Lab(NodeAccess):
                 ready.append(node.metadata.name)
         return sorted(ready)
 
-    def units_down(self, steady: int = UNIT_STEADY_SECONDS) -> dict[str, list[str]]:
+    def units_down(self, steady: float | None = None) -> dict[str, list[str]]:
         """Per machine, the cluster's units that are enabled there but not active, or active for less than ``steady``
         seconds: a component that exited (e.g. on losing its leader election while the API was away) and waits for
         systemd to restart it, or one just started that may still exit (kube-controller-manager exits when it
         starts before the API server's RBAC caches are filled, and systemd starts it again 5 s later)."""
+        steady = round(scaled(UNIT_STEADY_SECONDS) if steady is None else steady)
+
         def on(node: str) -> list[str]:
             units = CLUSTER_UNITS + (LB_UNITS if node in self.control_plane and len(self.control_plane) > 1 else ())
             return self.sh(node, f"now=$(date +%s); for u in {' '.join(units)}; do "
@@ -187,7 +191,7 @@ class Lab(NodeAccess):
         left = max(scaled(10.0), deadline - time.monotonic())
         wait_for(lambda: not self.units_down(), left / Timing.scale,
                  _("every component's unit to be active again (for {seconds} s)").format(
-                     seconds=UNIT_STEADY_SECONDS), 1)
+                     seconds=round(scaled(UNIT_STEADY_SECONDS))), 1)
         if ev:
             ev.step(_("cluster healthy again: {nodes} Ready, every component's unit active").format(
                 nodes=", ".join(want)))

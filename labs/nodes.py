@@ -24,10 +24,16 @@ from labs.restore import RESTORER
 
 def venv_on_path() -> None:
     """Put the directory of lab's own Python first on PATH: Ansible's commands (ansible-inventory, used here and
-    by testinfra) live beside it when `.venv/bin/lab` runs without the virtualenv activated."""
+    by testinfra) live beside it when `.venv/bin/lab` runs without the virtualenv activated. Also the checkout's
+    own .venv/bin (after it), for a module run by another Python (`python3 -m tools.benchmark`)."""
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    checkout = ROOT / ".venv" / "bin"
+    if checkout.is_dir() and str(checkout) not in path:
+        path.insert(0, str(checkout))
     bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    if bindir not in path:
+        path.insert(0, bindir)
+    os.environ["PATH"] = os.pathsep.join(path)
 
 
 def read_inventory(inventory: Path) -> dict:

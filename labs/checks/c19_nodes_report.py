@@ -9,6 +9,14 @@ PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure")
 RENEW_FRACTION = 0.25  # the kubelet renews its Lease every quarter of leaseDurationSeconds (fixed in the kubelet)
 
 
+def heartbeat_limit(report: float, update: float, lease: float) -> float:
+    """The oldest a healthy node's condition heartbeat can be: the kubelet posts an unchanged status once
+    nodeStatusReportFrequency has passed, checked every nodeStatusUpdateFrequency, and after a change or its own
+    restart it adds a one-time random delay in [-report/2, +report/2] (kubelet_node_status.go, calculateDelay);
+    the lease duration as slack for a busy API server."""
+    return 1.5 * report + update + lease
+
+
 @check(
     "C19", _("Nodes report their state and resources all the time"),
     claim=_("Nodes report their state and resources to the control plane all the time."),
@@ -20,7 +28,9 @@ RENEW_FRACTION = 0.25  # the kubelet renews its Lease every quarter of leaseDura
            "quarter of leaseDurationSeconds (its renew interval), so the gap between two renewals must stay within "
            "that interval (plus a quarter, more on slow machines: timeout_scale); compares each Node's capacity with "
            "the machine (nproc, MemTotal); checks its conditions: Ready, no pressure, last heartbeat younger than the "
-           "kubelet's nodeStatusReportFrequency plus the lease duration."),
+           "longest report interval the kubelet may take: after a change or a restart it adds a random delay of up "
+           "to half its nodeStatusReportFrequency, so 1.5 × nodeStatusReportFrequency plus one "
+           "nodeStatusUpdateFrequency (its status sync period) and the lease duration."),
     hints=[
         _("*timed out … waiting for every node's Lease to be renewed twice (renew interval 10s = leaseDurationSeconds "
           "40 / 4)*: a kubelet is stopped or cannot reach the API server (a disruptive check, C14 or C27, may be "
@@ -70,11 +80,12 @@ def run(lab: Lab, ev: Evidence) -> None:
                       node=node, cpu=cap["cpu"], memory=cap["memory"], cpus=cpus, kib=mem_kib))
         config = yaml.safe_load(lab.sh(node, f"cat {lab.unit_arg(node, 'kubelet', 'config')}")) or {}
         report = parse_duration(config.get("nodeStatusReportFrequency", "5m"))
+        limit = heartbeat_limit(report, parse_duration(config.get("nodeStatusUpdateFrequency", "10s")), duration)
         conditions = {c.type: c for c in obj.status.conditions}
         age = max((lab.server_now() - c.last_heartbeat_time).total_seconds() for c in conditions.values())
         ok = conditions["Ready"].status == "True" and all(conditions[p].status == "False" for p in PRESSURE)
-        ev.expect(ok and age <= report + duration,
-                  _("{node}: Ready, no pressure; oldest heartbeat {age:.0f}s ago (report every {report:.0f}s)").format(
-                      node=node, age=age, report=report),
-                  _("{node}: conditions {conditions}, heartbeat {age:.0f}s ago").format(
-                      node=node, conditions=[(t, c.status) for t, c in conditions.items()], age=age))
+        ev.expect(ok and age <= limit,
+                  _("{node}: Ready, no pressure; oldest heartbeat {age:.0f}s ago (report every {report:.0f}s, at most "
+                    "{limit:.0f}s)").format(node=node, age=age, report=report, limit=limit),
+                  _("{node}: conditions {conditions}, heartbeat {age:.0f}s ago (at most {limit:.0f}s)").format(
+                      node=node, conditions=[(t, c.status) for t, c in conditions.items()], age=age, limit=limit))

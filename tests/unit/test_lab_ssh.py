@@ -1,5 +1,7 @@
 """`lab ssh NODE [-- CMD]`: the ssh command line comes from the inventory, as the playbooks reach the machine."""
 
+import os
+
 import pytest
 
 from labs.cli import ssh_command
@@ -27,3 +29,17 @@ def test_an_interactive_shell_on_any_machine():
 def test_an_unknown_machine_names_the_known_ones():
     with pytest.raises(LabError, match="no machine 'w9' in the inventory; the machines: cp1, e1"):
         ssh_command(INVENTORY, "w9", [])
+
+
+def test_venv_on_path_finds_the_checkouts_ansible_from_another_python(monkeypatch, tmp_path):
+    """`python3 -m tools.benchmark` (not the venv's Python) still reaches .venv/bin's ansible-inventory."""
+    from labs import nodes
+
+    monkeypatch.setattr(nodes, "ROOT", tmp_path)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    monkeypatch.setattr(nodes.sys, "executable", "/usr/bin/python3")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    nodes.venv_on_path()
+    assert os.environ["PATH"].split(os.pathsep) == [str(tmp_path / ".venv" / "bin"), "/usr/bin", "/bin"]
+    nodes.venv_on_path()  # a second call adds nothing
+    assert os.environ["PATH"].split(os.pathsep) == [str(tmp_path / ".venv" / "bin"), "/usr/bin", "/bin"]
