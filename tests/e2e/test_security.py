@@ -1,4 +1,4 @@
-"""Security end to end on the default profile: the CIS benchmark (make cis) finds no FAIL; rotating the key
+"""Security end to end on the default profile (the CIS benchmark is in test_cluster.py, which CI runs): rotating the key
 that encrypts Secrets (make rotate-encryption-key) leaves every Secret readable, stored under the new key, and the
 checks that look at Secrets and the API passing; the admin identity is a cluster-admin through RBAC, not
 system:masters; renewing the certificates (make renew-certificates) reissues them and the checks pass after it.
@@ -30,13 +30,6 @@ def lab(cluster_up):
     lab = Lab()
     lab.ping()
     return lab
-
-
-def test_the_cis_benchmark_finds_no_failure(lab):
-    proc = make("cis", PROFILE, timeout=900, check=False)
-    summary = (state_dir() / "cis" / "summary.md").read_text()
-    print(summary.split("\n## ")[0])
-    assert proc.returncode == 0, summary[:6000]
 
 
 def test_a_key_rotation_keeps_every_secret_and_encrypts_with_the_new_key(lab):
