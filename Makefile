@@ -19,7 +19,7 @@ ifdef K8S_LAB_STATE_DIR
 export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
 endif
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-restart test-fresh-host lab i18n clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour a
 
 test-topologies: deps artifacts node-image ## the external-etcd profile end to end: all checks, C31 and its falsification (not in CI)
 	@K8S_LAB_TOPOLOGIES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_topologies.py $(PYTEST_ARGS)
+
+test-breaks: deps artifacts node-image ## default profile: every break-and-fix exercise through `lab` (break, check fails with a hint, undo, status healthy) (not in CI)
+	@K8S_LAB_BREAKS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_breaks.py $(PYTEST_ARGS)
 
 test-two-labs: deps artifacts node-image ## two labs side by side (other cluster_name, node network, state folder); make down of one leaves the other healthy (not in CI)
 	@K8S_LAB_TWO_LABS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_two_labs.py $(PYTEST_ARGS)
