@@ -6,12 +6,15 @@ from kubernetes import client, watch
 from labs.i18n import _
 from labs.lab import Lab
 from labs.registry import Evidence, check
+from labs.timing import scaled
 
 COMPONENTS = {"kube-scheduler": "control_plane", "kube-controller-manager": "control_plane",
               "kubelet": "nodes", "kube-proxy": "nodes"}
 USERS = {"kube-scheduler": "system:kube-scheduler", "kube-controller-manager": "system:kube-controller-manager",
          "kube-proxy": "system:kube-proxy"}  # kubelets: system:node:<name>
 WINDOW = 10  # seconds between the two looks at the components' connections
+SETTLE = 10  # seconds (times timeout_scale) to look again at the open watches while one seems missing
+PROXY_RESOURCES = ("services", "endpointslices.discovery.k8s.io")  # kube-proxy watches both, on every node
 
 
 def component_conns(lab: Lab, api_ports: set[int]) -> tuple[set[tuple[str, str, str, str]], dict[tuple, int]]:
@@ -83,12 +86,28 @@ def run(lab: Lab, ev: Evidence) -> None:
                   _("the watcher received: {seen}").format(seen="; ".join(seen)),
                   _("the watcher received {seen}, expected ADDED, MODIFIED, DELETED").format(seen=seen))
 
-    watches: dict[str, dict[str, int]] = {}
-    for node in lab.control_plane:
-        for user, resources in lab.open_watches(node).items():
-            mine = watches.setdefault(user, {})
-            for resource, count in resources.items():
-                mine[resource] = mine.get(resource, 0) + count
+    def observe() -> dict[str, dict[str, int]]:
+        found: dict[str, dict[str, int]] = {}
+        for node in lab.control_plane:
+            for user, resources in lab.open_watches(node).items():
+                mine = found.setdefault(user, {})
+                for resource, count in resources.items():
+                    mine[resource] = mine.get(resource, 0) + count
+        return found
+
+    def complete(found: dict[str, dict[str, int]]) -> bool:
+        proxy = found.get(USERS["kube-proxy"], {})
+        return (all(found.get(user) for user in USERS.values())
+                and all(proxy.get(resource, 0) >= len(lab.nodes) for resource in PROXY_RESOURCES)
+                and all(found.get(f"system:node:{node}", {}).get("pods", 0) >= 1 for node in lab.nodes))
+
+    # Clients end and reopen each watch every few minutes (client-go: 5-10 min); one look at the log can fall between
+    # the end of one and the start of the next. Look again, for at most SETTLE seconds, before judging the last look.
+    watches = observe()
+    deadline = time.monotonic() + scaled(SETTLE)
+    while not complete(watches) and time.monotonic() < deadline:
+        time.sleep(1)
+        watches = observe()
 
     def shown(user: str) -> str:
         res = watches.get(user, {})
@@ -100,7 +119,7 @@ def run(lab: Lab, ev: Evidence) -> None:
                       comp=comp, user=user, watches=shown(user)),
                   _("{comp} ({user}) holds no open watch on any API server").format(comp=comp, user=user))
     proxy = watches.get(USERS["kube-proxy"], {})
-    for resource in ("services", "endpointslices.discovery.k8s.io"):
+    for resource in PROXY_RESOURCES:
         ev.expect(proxy.get(resource, 0) >= len(lab.nodes),
                   _("kube-proxy: {count} watches on {resource} (one per node at least, {nodes} nodes)").format(
                       count=proxy.get(resource, 0), resource=resource, nodes=len(lab.nodes)),
