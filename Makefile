@@ -13,8 +13,13 @@ PROFILE     ?=
 PROVIDER    ?=
 export K8S_LAB_PROFILE  := $(PROFILE)
 export K8S_LAB_PROVIDER := $(PROVIDER)
+# A second lab from the same checkout has a state folder of its own (K8S_LAB_STATE_DIR); Vagrant's record of its
+# machines goes there too, so that the two labs' machines named cp1 never get mixed up.
+ifdef K8S_LAB_STATE_DIR
+export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
+endif
 
-.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check molecule lint unit integration test test-labs test-vm test-topologies test-restart test-fresh-host lab clean
+.PHONY: help deps artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -58,6 +63,12 @@ test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour a
 test-topologies: deps artifacts node-image ## the external-etcd profile end to end: all checks, C31 and its falsification (not in CI)
 	@K8S_LAB_TOPOLOGIES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_topologies.py $(PYTEST_ARGS)
 
+test-breaks: deps artifacts node-image ## default profile: every break-and-fix exercise through `lab` (break, check fails with a hint, undo, status healthy) (not in CI)
+	@K8S_LAB_BREAKS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_breaks.py $(PYTEST_ARGS)
+
+test-two-labs: deps artifacts node-image ## two labs side by side (other cluster_name, node network, state folder); make down of one leaves the other healthy (not in CI)
+	@K8S_LAB_TWO_LABS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_two_labs.py $(PYTEST_ARGS)
+
 test-restart: deps artifacts node-image ## ha: every machine, one worker, one control-plane node stopped and started, healthy again without provisioning (not in CI)
 	@K8S_LAB_RESTART=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_restart.py $(PYTEST_ARGS)
 
@@ -81,12 +92,16 @@ smoke: settings ## the smoke playbook: workload, Service, DNS, logs, exec, encry
 down: deps ## destroy the machines and everything they left (containers, VMs, volumes, networks, state)
 	@vagrant destroy -f || true
 	@set -e; resolved=$$($(PY) -m tools.settings resolve); \
-		tools/node-image/cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])'); \
-		tools/vm-cleanup.sh $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["cluster_name"])')
+		name=$$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["cluster_name"])'); \
+		tools/node-image/cleanup.sh "$$name" $$(echo "$$resolved" | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["network"]["node_cidr"])'); \
+		tools/vm-cleanup.sh "$$name"
 	@$(PY) -m tools.settings forget
 
-repair: settings ## re-run the playbooks, then wait (at most 5 min) until `lab status` says the lab is healthy
-	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/site.yml
+repair: settings ## take out a break-and-fix exercise's fault, re-run the playbooks, wait (at most 5 min) for `lab status` to say healthy
+	@set -e; again=; \
+		$(VENV)/bin/lab break --undo --no-wait || { again=1; echo "make repair: the fault's undo is not complete; again after the playbooks"; }; \
+		ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/site.yml; \
+		if [ -n "$$again" ]; then $(VENV)/bin/lab break --undo --no-wait; fi
 	@$(VENV)/bin/lab status --wait 300
 
 status: ## is the lab healthy? machines, API, nodes, every component's unit (exit 1 when not)
@@ -101,10 +116,32 @@ start: ## start stopped machines again, without provisioning: the cluster comes 
 check: ## run every lab check against the running cluster (CHECKS="C01 C16" for some)
 	@$(VENV)/bin/lab check $(if $(CHECKS),$(CHECKS),--all)
 
+rotate-encryption-key: settings ## a new key for Secrets at rest, every Secret rewritten with it, the old one retired (no downtime)
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/rotate-encryption-key.yml
+
+renew-certificates: settings ## reissue every leaf certificate (CAs stay) and restart what uses them one at a time (no downtime with several control-plane nodes)
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/renew-certificates.yml
+
+test-security: deps artifacts node-image ## default profile: a key rotation and a certificate renewal with the checks passing after each (not in CI)
+	@K8S_LAB_SECURITY=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_security.py $(PYTEST_ARGS)
+
+cis: ## the CIS Kubernetes Benchmark (kube-bench) on the running cluster; results in the state folder's cis/
+	@$(PY) -m tools.cis
+
 molecule: deps artifacts node-image ## each role's molecule scenario (ROLES="etcd kubelet" for some)
 	@tests/molecule/run.sh $(ROLES)
 
 lab: up smoke check ## bring the lab up and run its checks
 	@echo "lab ready: export KUBECONFIG=$$($(PY) -m tools.settings kubeconfig)"
+
+i18n: deps ## re-extract the messages of labs/ into labs/locale/labs.pot and merge them into the ru, nb, es catalogs
+	@$(VENV)/bin/pybabel --quiet extract -F babel.cfg --project k8s-arch-lab --copyright-holder "the k8s-arch-lab authors" \
+		--add-location file --sort-by-file -w 120 -o labs/locale/labs.pot labs
+	@for lang in ru nb es; do [ -f labs/locale/$$lang/LC_MESSAGES/labs.po ] || \
+		$(VENV)/bin/pybabel --quiet init -D labs -i labs/locale/labs.pot -d labs/locale -l $$lang -w 120; done
+	@$(VENV)/bin/pybabel --quiet update -D labs -i labs/locale/labs.pot -d labs/locale -w 120 \
+		--no-fuzzy-matching --ignore-obsolete
+	@$(VENV)/bin/pytest -q -p no:cacheprovider tests/unit/test_i18n.py -k "catalog or template" || \
+		echo "make i18n: translate the new or changed messages (empty msgstr) in labs/locale/*/LC_MESSAGES/labs.po"
 
 clean: down ## everything `down` removes (the caches stay)

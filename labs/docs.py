@@ -1,5 +1,5 @@
-"""The parts of the lab pages (docs/labs/CNN.md) that come from the checks themselves, so that they have one source:
-the "When it fails" section is the check's hints.
+"""The parts of the lab pages (docs/labs/CNN.md) that come from the lab's code, so that they have one source: the
+quotes under "Course texts" are labs.course's, the "When it fails" section is the check's hints.
 
     python3 -m labs.docs [--check]   # rewrite the sections from the checks (--check: only say which are stale)
 """
@@ -12,11 +12,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+from labs.course import passages
 from labs.registry import Check, load_checks, render_see
 
 PAGES = Path(__file__).resolve().parent.parent / "docs" / "labs"
 WIDTH = 115
 SECTION = re.compile(r"^## When it fails\n.*?(?=^## |\Z)", re.S | re.M)
+QUOTES = re.compile(r"(^\*\*Course texts:\*\*[^\n]*\n\n).*?\n\n(?=## )", re.S | re.M)
 
 
 KEEP = "\x00"  # a space inside `code`, where no line may break
@@ -42,12 +44,21 @@ def hints_section(chk: Check, values: dict | None = None) -> str:
     return "## When it fails\n\n" + "\n".join(bullet(render_see(h, values)) for h in chk.hints) + "\n\n"
 
 
+def quotes_section(chk: Check) -> str:
+    """The course's sentences for the check, one item per course text: each quote in its language, its gloss."""
+    return "\n".join(bullet(f"{text}: " + " ".join(f"«{q.original}» — *{q.gloss}*" for q in quotes))
+                     for text, quotes in passages(chk.id)) + "\n\n"
+
+
 def updated(page: str, chk: Check, values: dict | None = None) -> str:
-    """The page with its "When it fails" section made from the check's hints (filled from ``values``, by default
-    the shipped settings)."""
+    """The page with its course quotes from labs.course and its "When it fails" section made from the check's hints
+    (filled from ``values``, by default the shipped settings)."""
     if not SECTION.search(page):
         raise ValueError(f"{chk.id}: the page has no '## When it fails' section")
-    section = hints_section(chk, values)
+    if not QUOTES.search(page):
+        raise ValueError(f"{chk.id}: the page has no '**Course texts:**' paragraph")
+    section, quotes = hints_section(chk, values), quotes_section(chk)
+    page = QUOTES.sub(lambda m: m.group(1) + quotes, page, count=1)
     return SECTION.sub(lambda _: section, page, count=1)
 
 

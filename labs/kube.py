@@ -7,6 +7,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
+from labs.i18n import _
 from labs.nodefacts import Conn, parse_ss, rules_mentioning
 from labs.paths import ROOT
 from labs.registry import CheckFailed
@@ -93,7 +94,7 @@ def wait_running(lab: Lab, ns: str, name: str, timeout: float = POD_START_TIMEOU
         statuses = pod.status.container_statuses or []
         return pod if pod.status.phase == "Running" and statuses and all(s.ready for s in statuses) else None
 
-    return wait_for(ready, timeout, f"pod {ns}/{name} to run")
+    return wait_for(ready, timeout, _("pod {ns}/{name} to run").format(ns=ns, name=name))
 
 
 def run_pod(lab: Lab, ns: str, manifest: dict, timeout: float = POD_START_TIMEOUT):
@@ -131,7 +132,7 @@ def wait_ready_pods(lab: Lab, ns: str, app: str, count: int, timeout: float = PO
               and all(s.ready for s in p.status.container_statuses or [])]
         return ok if len(pods) == len(ok) == count else None
 
-    return wait_for(ready, timeout, f"{count} ready pods app={app} in {ns}")
+    return wait_for(ready, timeout, _("{count} ready pods app={app} in {ns}").format(count=count, app=app, ns=ns))
 
 
 def pod_exec(lab: Lab, ns: str, pod: str, command: list[str], timeout: float = 60, check: bool = True) -> str:
@@ -152,8 +153,9 @@ def pod_exec(lab: Lab, ns: str, pod: str, command: list[str], timeout: float = 6
         ws.close()
     result = json.loads(status) if status else {}
     if check and result.get("status") != "Success":
-        raise CheckFailed(f"exec {' '.join(command)} in {ns}/{pod}: {result.get('message') or 'no exit status'}"
-                          f"{': ' + err.strip()[-200:] if err.strip() else ''}")
+        raise CheckFailed(_("exec {command} in {ns}/{pod}: {message}{stderr}").format(
+            command=" ".join(command), ns=ns, pod=pod, message=result.get("message") or _("no exit status"),
+            stderr=": " + err.strip()[-200:] if err.strip() else ""))
     return out
 
 

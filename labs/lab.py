@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from labs.i18n import _
 from labs.kube import bound_requests, node_ips
 from labs.nodes import NodeAccess, venv_on_path
 from labs.paths import DEFAULT_INVENTORY
@@ -35,10 +36,9 @@ class Lab(NodeAccess):
     def __init__(self, kubeconfig: Path | None = None, inventory: Path | None = None) -> None:
         self.inventory = Path(inventory or os.environ.get("K8S_LAB_INVENTORY") or DEFAULT_INVENTORY)
         if not self.inventory.exists():
-            raise LabError(
-                f"no Ansible inventory at {self.inventory}. Run `lab` from the k8s-arch-lab checkout, or pass "
-                "--inventory (or K8S_LAB_INVENTORY) with the inventory the playbooks used."
-            )
+            raise LabError(_(
+                "no Ansible inventory at {inventory}. Run `lab` from the k8s-arch-lab checkout, or pass --inventory "
+                "(or K8S_LAB_INVENTORY) with the inventory the playbooks used.").format(inventory=self.inventory))
         venv_on_path()
         self._groups: dict[str, list[str]] | None = None
         self._hosts: dict = {}
@@ -47,22 +47,23 @@ class Lab(NodeAccess):
         published = Path(state) / "admin.kubeconfig" if state else None
         self.kubeconfig = Path(kubeconfig or os.environ.get("KUBECONFIG") or published or "admin.kubeconfig")
         if not self.kubeconfig.is_file():
-            raise LabError(
-                f"no kubeconfig at {self.kubeconfig}. Bring the lab up first (`make up`, which writes the admin "
-                "kubeconfig into the lab's state folder), or point --kubeconfig / KUBECONFIG at the admin "
-                "kubeconfig of your cluster."
-            )
+            raise LabError(_(
+                "no kubeconfig at {kubeconfig}. Bring the lab up first (`make up`, which writes the admin kubeconfig "
+                "into the lab's state folder), or point --kubeconfig / KUBECONFIG at the admin kubeconfig of your "
+                "cluster.").format(kubeconfig=self.kubeconfig))
         from kubernetes import client, config
 
         try:
             self.api_client = config.new_client_from_config(config_file=str(self.kubeconfig))
         except Exception as exc:  # noqa: BLE001 - any parse problem is the user's input
-            raise LabError(f"cannot use the kubeconfig {self.kubeconfig}: {exc}") from exc
+            raise LabError(_("cannot use the kubeconfig {kubeconfig}: {error}").format(
+                kubeconfig=self.kubeconfig, error=exc)) from exc
         bound_requests()
         self.core = client.CoreV1Api(self.api_client)
         self.apps = client.AppsV1Api(self.api_client)
         self.coordination = client.CoordinationV1Api(self.api_client)
         self.rbac = client.RbacAuthorizationV1Api(self.api_client)
+        self.admission = client.AdmissionregistrationV1Api(self.api_client)
         self.server = self.api_client.configuration.host
         Timing.scale = float(self.setting("timeout_scale", 1) or 1)
 
@@ -74,11 +75,10 @@ class Lab(NodeAccess):
         try:
             info = client.VersionApi(self.api_client).get_code(_request_timeout=timeout)
         except Exception as exc:  # noqa: BLE001
-            raise LabError(
-                f"the API server at {self.server} does not answer ({type(exc).__name__}). Is the cluster up? "
-                "`make up` brings it up; `vagrant status` shows the machines; with the cluster running, check "
-                "that this host reaches the node network."
-            ) from exc
+            raise LabError(_(
+                "the API server at {server} does not answer ({error}). Is the cluster up? `make up` brings it up; "
+                "`vagrant status` shows the machines; with the cluster running, check that this host reaches the node "
+                "network.").format(server=self.server, error=type(exc).__name__)) from exc
         return info.git_version
 
     # ---- API servers ---------------------------------------------------------
@@ -128,10 +128,11 @@ class Lab(NodeAccess):
         name = f"lab-{check_id.lower()}-{uuid.uuid4().hex[:5]}"
         self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
             name=name, labels={LAB_LABEL: check_id})))
-        RESTORER.push(f"delete namespace {name}", lambda: self.delete_namespace(name))
+        RESTORER.push(_("delete namespace {name}").format(name=name), lambda: self.delete_namespace(name))
         # Pods need the namespace's default ServiceAccount, which a controller creates shortly after.
         wait_for(lambda: self.core.list_namespaced_service_account(
-            name, field_selector="metadata.name=default").items, 60, f"the default ServiceAccount of {name}", 0.5)
+            name, field_selector="metadata.name=default").items, 60,
+            _("the default ServiceAccount of {name}").format(name=name), 0.5)
         try:
             yield name
         finally:
@@ -149,7 +150,7 @@ class Lab(NodeAccess):
                     raise
             return True
 
-        wait_for(delete, timeout, f"the API server to delete namespace {name}", 1)
+        wait_for(delete, timeout, _("the API server to delete namespace {name}").format(name=name), 1)
 
     # ---- cluster health ------------------------------------------------------------
 
@@ -185,12 +186,15 @@ class Lab(NodeAccess):
         and an external etcd's), and steadily so (bounded)."""
         want = sorted(self.nodes)
         deadline = time.monotonic() + scaled(timeout)
-        wait_for(lambda: self.ready_nodes() == want, timeout, f"all nodes Ready ({', '.join(want)})", 1)
+        wait_for(lambda: self.ready_nodes() == want, timeout, _("all nodes Ready ({nodes})").format(
+            nodes=", ".join(want)), 1)
         left = max(scaled(10.0), deadline - time.monotonic())
         wait_for(lambda: not self.units_down(), left / Timing.scale,
-                 f"every component's unit to be active again (for {round(scaled(UNIT_STEADY_SECONDS))} s)", 1)
+                 _("every component's unit to be active again (for {seconds} s)").format(
+                     seconds=round(scaled(UNIT_STEADY_SECONDS))), 1)
         if ev:
-            ev.step(f"cluster healthy again: {', '.join(want)} Ready, every component's unit active")
+            ev.step(_("cluster healthy again: {nodes} Ready, every component's unit active").format(
+                nodes=", ".join(want)))
 
     def server_now(self):
         """The API server's clock (its Date header), to age timestamps the cluster wrote without trusting this

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from labs.i18n import _
 from labs.nodefacts import SNAPSHOT, Snapshot, open_watches
 from labs.paths import ROOT
 from labs.registry import CheckFailed, Evidence, LabError
@@ -44,10 +45,11 @@ def read_inventory(inventory: Path) -> dict:
         out = subprocess.run(["ansible-inventory", "-i", str(inventory), "--list"],
                              capture_output=True, text=True, timeout=60, check=False, env=env)
     except FileNotFoundError as exc:
-        raise LabError("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) "
-                       "and use .venv/bin/lab.") from exc
+        raise LabError(_("ansible-inventory is not installed: run `make deps` (it installs Ansible into .venv) and "
+                         "use .venv/bin/lab.")) from exc
     if out.returncode != 0:
-        raise LabError(f"cannot read the inventory {inventory}: {out.stderr.strip()[-500:]}")
+        raise LabError(_("cannot read the inventory {inventory}: {error}").format(
+            inventory=inventory, error=out.stderr.strip()[-500:]))
     return json.loads(out.stdout)
 
 
@@ -94,8 +96,9 @@ class NodeAccess:
         """Where the roles put something on the nodes (the settings' paths: pki_dir, etcd_pki_dir, ...)."""
         paths = self.setting("paths")
         if not isinstance(paths, dict) or name not in paths:
-            raise LabError(f"the inventory {self.inventory} publishes no lab_settings.paths.{name}: use the lab's "
-                           "inventory (inventory/lab.py), which takes it from tools/settings.py")
+            raise LabError(_("the inventory {inventory} publishes no lab_settings.paths.{name}: use the lab's "
+                             "inventory (inventory/lab.py), which takes it from tools/settings.py").format(
+                inventory=self.inventory, name=name))
         return paths[name]
 
     def hostvar(self, host: str, name: str, default=None):
@@ -154,7 +157,8 @@ class NodeAccess:
         """Run a shell command as root on a node; its stdout (stripped)."""
         result = self.host(node).run(command)
         if check and result.rc != 0:
-            raise CheckFailed(f"{node}: `{command}` exited {result.rc}: {result.stderr.strip()[-300:]}")
+            raise CheckFailed(_("{node}: `{command}` exited {rc}: {stderr}").format(
+                node=node, command=command, rc=result.rc, stderr=result.stderr.strip()[-300:]))
         return result.stdout.strip()
 
     def etcdctl(self, args: str, node: str | None = None) -> str:
@@ -180,7 +184,8 @@ class NodeAccess:
 
         path = self.unit_arg(node, "kube-apiserver", "audit-log-path")
         if not path:
-            raise CheckFailed(f"{node}: the API server writes no audit log (--audit-log-path): re-run the playbooks")
+            raise CheckFailed(_("{node}: the API server writes no audit log (--audit-log-path): re-run the "
+                                "playbooks").format(node=node))
         script = "\n".join([
             "import glob, json, os, sys", inspect.getsource(open_watches),
             "files = sorted(glob.glob(sys.argv[1].rsplit('.', 1)[0] + '*'), key=os.path.getmtime)[-2:]",
@@ -206,9 +211,10 @@ class NodeAccess:
 
         Starts are --no-block: an etcd member waits for its peers, so the
         members of a stopped cluster must all be started before any is up."""
-        RESTORER.push(f"start {unit} on {node}", lambda: self.sh(node, f"systemctl start --no-block {unit}"))
+        RESTORER.push(_("start {unit} on {node}").format(unit=unit, node=node),
+                      lambda: self.sh(node, f"systemctl start --no-block {unit}"))
         self.sh(node, f"systemctl stop {unit}")
-        ev.step(f"stopped {unit} on {node}")
+        ev.step(_("stopped {unit} on {node}").format(unit=unit, node=node))
 
     def on_each(self, nodes: list[str], fn: Callable[[str], object]) -> dict:
         """``fn(node)`` on every node at once (one thread per node): node -> its result."""
@@ -224,15 +230,15 @@ class NodeAccess:
         request timeout to drain), each with its guaranteed restart."""
         for node in nodes:
             for unit in units:
-                RESTORER.push(f"start {unit} on {node}",
+                RESTORER.push(_("start {unit} on {node}").format(unit=unit, node=node),
                               lambda n=node, u=unit: self.sh(n, f"systemctl start --no-block {u}"))
         self.on_each(nodes, lambda n: self.sh(n, f"systemctl stop {' '.join(units)}"))
-        ev.step(f"stopped {', '.join(units)} on {', '.join(nodes)}")
+        ev.step(_("stopped {units} on {nodes}").format(units=", ".join(units), nodes=", ".join(nodes)))
 
     def start_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
         """Start units (in reverse order of stopping) and drop their pending restore."""
         for node in nodes:
             for unit in reversed(units):
                 self.sh(node, f"systemctl start --no-block {unit}")
-                RESTORER.discard(f"start {unit} on {node}")
-            ev.step(f"started {', '.join(reversed(units))} on {node}")
+                RESTORER.discard(_("start {unit} on {node}").format(unit=unit, node=node))
+            ev.step(_("started {units} on {node}").format(units=", ".join(reversed(units)), node=node))

@@ -3,10 +3,12 @@ writes, the Result the runner makes of it, and the exceptions that decide it.
 
 A check module stays about its claim:
 
-    @check("C16", "kubelet runs on every node and registers it", claim=..., texts=[...], ...)
+    @check("C16", _("kubelet runs on every node and registers it"), claim=_(...), texts=[...], ...)
     def run(lab: Lab, ev: Evidence) -> None:
         ...observe...
-        ev.expect(condition, "what was seen")      # fails the check when False
+        ev.expect(condition, _("what was seen on {node}").format(node=node))      # fails the check when False
+
+Its texts are marked with labs.i18n's _() and shown in the chosen language; what it records stays English.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from labs.i18n import Text, _, tr
 
 
 class LabError(Exception):
@@ -36,24 +40,38 @@ class CheckSkipped(Exception):
 
 @dataclass
 class Check:
+    """A check as registered: its texts are English Texts (labs.i18n), translated where they are shown."""
+
     id: str
-    title: str
-    claim: str
+    title: Text
+    claim: Text
     texts: list[str]
     disruptive: bool
     see: list[str]
-    does: str
+    does: Text
     func: Callable
     # What a failure usually means: each "*symptom*: advice" (Markdown, with the @placeholders@ of render_see), the
     # symptom a pattern of the failure message where "…" stands for anything. Printed under a failed check, by
     # `lab hint`, and on the check's page (labs.docs).
-    hints: list[str] = field(default_factory=list)
+    hints: list[Text] = field(default_factory=list)
 
-    def hints_for(self, message: str, settings: dict | None = None) -> list[str]:
-        """The hints (filled from ``settings``) whose symptom matches ``message``; all of them when none does."""
-        hints = [render_see(h, settings or {}) for h in self.hints]
-        matching = [h for h in hints if (p := symptom_pattern(h)) and p.search(message)]
-        return matching or hints
+    def hints_for(self, message: str, settings: dict | None = None, lang: str | None = None) -> list[str]:
+        """The hints whose symptom matches ``message``, all of them when none does; in ``lang`` (default: the
+        chosen language), filled from ``settings``. The symptoms are matched in English, as the message is."""
+        matching = [h for h in self.hints if (p := symptom_pattern(render_see(h, settings or {})))
+                    and p.search(message)]
+        return [render_see(tr(h, lang), settings or {}) for h in matching or self.hints]
+
+
+# A "see it yourself" command's comment: after the first " # " (the comments are extracted for translation by
+# labs.i18n.extract, the commands stay as they are).
+SEE_COMMENT = re.compile(r"^(.*?\S\s+#\s)(.+)$")
+
+
+def see_line(line: str, lang: str | None = None) -> str:
+    """A "see it yourself" command with its comment in ``lang``."""
+    match = SEE_COMMENT.match(line)
+    return match.group(1) + tr(_(match.group(2)), lang) if match else line
 
 
 def symptom_pattern(hint: str) -> re.Pattern | None:
@@ -141,14 +159,22 @@ class Evidence:
 
     def expect(self, condition: bool, seen: str, failure: str | None = None) -> None:
         if condition:
-            self.add(f"ok: {seen}")
+            self.add(_("ok: {seen}").format(seen=seen))
             return
-        self.add(f"NOT: {failure or seen}")
+        self.add(_("NOT: {failure}").format(failure=failure or seen))
         raise CheckFailed(failure or seen)
+
+
+def message_of(exc: Exception) -> str:
+    """What an exception says, as the Text it was raised with when it was (so that it can be shown translated)."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Text) else str(exc)
 
 
 @dataclass
 class Result:
+    """One check's outcome. Its strings are English (the JSON and JUnit reports); those the lab wrote are Texts,
+    shown translated on the terminal and in the Markdown and HTML reports."""
+
     id: str
     title: str
     status: str  # passed | failed | skipped | error

@@ -8,6 +8,8 @@ import signal
 import threading
 from collections.abc import Callable
 
+from labs.i18n import _
+
 
 class Restorer:
     """Stacks of undo actions, one per thread (checks may run side by side), each run at the end of its check;
@@ -62,9 +64,9 @@ class Restorer:
             try:
                 action()
                 if log:
-                    log(f"restored: {what}")
+                    log(_("restored: {what}").format(what=what))
             except Exception as exc:  # noqa: BLE001 - every undo must get its chance
-                errors.append(f"{what}: {exc}")
+                errors.append(_("{what}: {error}").format(what=what, error=exc))
         return errors
 
 

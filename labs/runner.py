@@ -9,13 +9,16 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from labs.registry import REGISTRY, CheckFailed, CheckSkipped, Evidence, Result, plain
+from labs.i18n import _, join, tr
+from labs.registry import REGISTRY, CheckFailed, CheckSkipped, Evidence, Result, message_of, plain
 from labs.restore import RESTORER
 
 if TYPE_CHECKING:
     from labs.lab import Lab
 
 COLORS = {"passed": "\033[32m", "failed": "\033[31m", "error": "\033[31m", "skipped": "\033[33m"}
+# A result's status as people read it (the JSON and JUnit reports keep the English words above).
+STATUS = {"passed": _("passed"), "failed": _("failed"), "skipped": _("skipped"), "error": _("error")}
 
 
 def paint(status: str, text: str, tty: bool) -> str:
@@ -26,15 +29,15 @@ def run_check(lab: Lab, chk, tty: bool, tag: str = "", wait_healthy: bool = True
     """Run one check and undo what it did. After a disruptive check, wait (bounded) until the cluster is
     healthy again, unless ``wait_healthy`` is False: a falsification test keeps the cluster broken on
     purpose while the check runs, and waits for health itself once it has repaired it."""
-    ev = Evidence(progress=lambda line: print(f"    … {tag}{line}", flush=True))
+    ev = Evidence(progress=lambda line: print(f"    … {tag}{tr(line)}", flush=True))
     started = time.monotonic()
     status, message = "passed", ""
     try:
         chk.func(lab, ev)
     except CheckSkipped as exc:
-        status, message = "skipped", str(exc)
+        status, message = "skipped", message_of(exc)
     except CheckFailed as exc:
-        status, message = "failed", str(exc)
+        status, message = "failed", message_of(exc)
     except KeyboardInterrupt:
         RESTORER.run_all(log=ev.add)
         raise
@@ -46,15 +49,20 @@ def run_check(lab: Lab, chk, tty: bool, tag: str = "", wait_healthy: bool = True
     # the restore problem is reported with it. Otherwise a restore problem makes the result an error.
     if errors:
         status = "failed" if status == "failed" else "error"
-        message = f"{message}; could not restore: {'; '.join(errors)}".lstrip("; ")
+        message = also(message, _("could not restore: {errors}").format(errors=join("; ", errors)))
     if wait_healthy and chk.disruptive and status != "skipped":
         try:
             lab.wait_healthy(timeout=180, ev=ev)
         except CheckFailed as exc:
             status = "failed" if status == "failed" else "error"
-            message = f"{message}; cluster not healthy after the check: {exc}".lstrip("; ")
+            message = also(message, _("cluster not healthy after the check: {error}").format(error=message_of(exc)))
     return Result(chk.id, chk.title, status, ev.lines, message, round(time.monotonic() - started, 1), chk.disruptive,
                   ev.at)
+
+
+def also(message: str, more: str) -> str:
+    """A result's message with one more problem after it."""
+    return _("{message}; {more}").format(message=message, more=more) if message else more
 
 
 class Progress:
@@ -65,7 +73,10 @@ class Progress:
 
     def tick(self) -> str:
         self.done += 1
-        return f" [{self.done}/{self.total} done, {time.monotonic() - self.started:.0f}s]" if self.show else ""
+        if not self.show:
+            return ""
+        return " " + tr(_("[{done}/{total} done, {seconds:.0f}s]").format(
+            done=self.done, total=self.total, seconds=time.monotonic() - self.started))
 
 
 PROGRESS = Progress(0, False)
@@ -73,16 +84,26 @@ HINT_SETTINGS: dict = {}  # the running cluster's settings, which fill the hints
 
 
 def print_result(res: Result, tty: bool) -> None:
-    head = paint(res.status, res.status.upper(), tty)
-    print(f"{head:>8}  {res.id} {res.title} ({res.seconds:.1f}s){PROGRESS.tick()}")
+    """A result as it comes, in the chosen language."""
+    head = paint(res.status, tr(STATUS[res.status]).upper(), tty)
+    print(f"{head:>8}  {res.id} {tr(res.title)} ({res.seconds:.1f}s){PROGRESS.tick()}")
     for line in res.evidence:
-        print(f"          {line}")
+        print(f"          {tr(line)}")
     if res.message and res.status != "passed":
-        print(f"          → {res.message}")
+        print(f"          → {tr(res.message)}")
     if res.status in ("failed", "error") and res.id in REGISTRY:
         for hint in REGISTRY[res.id].hints_for(res.message, HINT_SETTINGS):
-            print(f"          hint: {plain(hint)}")
+            print("          " + tr(_("hint: {hint}").format(hint=plain(hint))))
     print()
+
+
+def summary(results: list[Result], seconds: float | None = None) -> str:
+    """How many checks passed, failed (errors included) and were skipped; with ``seconds``, how long they took."""
+    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped", "error")}
+    values = {"passed": counts["passed"], "failed": counts["failed"] + counts["error"], "skipped": counts["skipped"]}
+    if seconds is None:
+        return _("{passed} passed, {failed} failed, {skipped} skipped").format(**values)
+    return _("{passed} passed, {failed} failed, {skipped} skipped in {seconds:.0f}s").format(seconds=seconds, **values)
 
 
 def run_parallel(lab: Lab, chks: list, jobs: int, tty: bool) -> list[Result]:
@@ -105,7 +126,7 @@ def run_parallel(lab: Lab, chks: list, jobs: int, tty: bool) -> list[Result]:
             except queue.Empty:
                 return
             with lock:
-                print(f"  ▶ {chk.id} {chk.title}", flush=True)
+                print(f"  ▶ {chk.id} {tr(chk.title)}", flush=True)
             res = run_check(lab, chk, tty, tag=f"{chk.id}: " if jobs > 1 else "")
             with lock:
                 done[chk.id] = res
@@ -120,10 +141,12 @@ def run_parallel(lab: Lab, chks: list, jobs: int, tty: bool) -> list[Result]:
     return [done[c.id] for c in chks]
 
 
-def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = False) -> list[Result]:
+def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = False,
+               wait_healthy: bool = True) -> list[Result]:
     """The observing checks first, side by side (``jobs`` at a time); then the disruptive ones one by one. Each
     result printed as it comes (colours when ``tty``; with ``progress``, how many are done); all returned,
-    observing ones first."""
+    observing ones first. ``wait_healthy`` False: no wait for health after a disruptive check (while a fault is
+    in the cluster on purpose, a break-and-fix exercise, as in the falsification tests)."""
     global PROGRESS  # noqa: PLW0603 - one run at a time per process
     PROGRESS = Progress(len(chks), progress)
     HINT_SETTINGS.clear()
@@ -132,8 +155,8 @@ def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = Fals
     disrupt = [chk for chk in chks if chk.disruptive]
     results = run_parallel(lab, observe, jobs, tty)
     for chk in disrupt:  # one at a time: each one stops part of the cluster
-        print(f"  ▶ {chk.id} {chk.title} [disruptive]", flush=True)
-        res = run_check(lab, chk, tty)
+        print(f"  ▶ {chk.id} {tr(chk.title)} " + tr(_("[disruptive]")), flush=True)
+        res = run_check(lab, chk, tty, wait_healthy=wait_healthy)
         results.append(res)
         print_result(res, tty)
     return results

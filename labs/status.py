@@ -1,6 +1,7 @@
 """`lab status`: one screen that says whether the lab is healthy: each machine with its Vagrant state and provider,
 the API endpoint, each node's Ready condition, each component's unit on each machine; for a unit that is down, its
-last journal lines and the command that shows more. Healthy only when everything is."""
+last journal lines and the command that shows more; a break-and-fix exercise when one is active (`lab break`).
+Healthy only when everything is."""
 
 from __future__ import annotations
 
@@ -8,26 +9,34 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
+from labs.exercises import active_note
+from labs.i18n import _, tr
 from labs.lab import LB_UNITS, Lab
 from labs.paths import ROOT
-from labs.registry import LabError
+from labs.registry import LabError, message_of
 
 NODE_UNITS = ("containerd", "kubelet", "kube-proxy", "pod-network")
 JOURNAL_LINES = 5
+OK, DOWN = _("ok"), _("DOWN")  # each line's mark
 
 
 @dataclass
 class Report:
+    """The lines to print, in the chosen language, and the problems found."""
+
     lines: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
+    def head(self, line: str) -> None:
+        self.lines.append(tr(line))
+
     def ok(self, line: str) -> None:
-        self.lines.append(f"  ok    {line}")
+        self.lines.append(f"  {tr(OK):5} {tr(line)}")
 
     def bad(self, line: str, *details: str) -> None:
-        self.lines.append(f"  DOWN  {line}")
-        self.lines += [f"          {d}" for d in details]
-        self.problems.append(line)
+        self.lines.append(f"  {tr(DOWN):5} {tr(line)}")
+        self.lines += [f"          {tr(d)}" for d in details]
+        self.problems.append(tr(line))
 
 
 def expected_units(lab: Lab, machine: str) -> list[str]:
@@ -62,29 +71,31 @@ def units_on(lab: Lab, machine: str, units: list[str]) -> dict[str, str]:
 
 def status(lab: Lab) -> Report:
     report = Report()
-    report.lines.append(f"API {lab.server}")
+    report.head(f"API {lab.server}")
     try:
-        report.ok(f"API server answers ({lab.ping()})")
+        report.ok(_("API server answers ({version})").format(version=lab.ping()))
         api = True
     except LabError as exc:
-        report.bad("API server does not answer", str(exc).split(". ")[0])
+        report.bad(_("API server does not answer"), tr(message_of(exc)).split(". ")[0])
         api = False
     machines = vagrant_machines()
-    report.lines.append("machines")
+    report.head(_("machines"))
     for machine in lab.machines:
-        state, provider = machines.get(machine, ("(not a Vagrant machine of this checkout)", "-"))
-        line = f"{machine:4} {state} ({provider}), {lab.machine_ip(machine)}"
+        state, provider = machines.get(machine, (_("(not a Vagrant machine of this checkout)"), "-"))
+        line = f"{machine:4} {tr(state)} ({provider}), {lab.machine_ip(machine)}"
         if machines and state != "running":
-            report.bad(line, f"start it: make start NODES={machine}")
+            report.bad(line, _("start it: make start NODES={machine}").format(machine=machine))
         else:
             report.ok(line)
     if api:
-        report.lines.append("nodes")
+        report.head(_("nodes"))
         ready = set(lab.ready_nodes())
         for node in lab.nodes:
-            (report.ok if node in ready else report.bad)(f"{node} Ready" if node in ready else f"{node} not Ready",
-                                                        *(() if node in ready else (f"kubectl describe node {node}",)))
-    report.lines.append("components")
+            if node in ready:
+                report.ok(_("{node} Ready").format(node=node))
+            else:
+                report.bad(_("{node} not Ready").format(node=node), f"kubectl describe node {node}")
+    report.head(_("components"))
     found = lab.on_each(lab.machines, lambda m: units_on(lab, m, expected_units(lab, m)))
     for machine in lab.machines:
         for unit, state in found[machine].items():
@@ -96,7 +107,8 @@ def status(lab: Lab) -> Report:
                 journal = lab.sh(machine, f"journalctl -u {shlex.quote(unit)} -n {JOURNAL_LINES} --no-pager -o cat",
                                  check=False)
                 details = [line[:160] for line in journal.splitlines()[-JOURNAL_LINES:]]
-            details.append(f"more: lab ssh {machine} -- journalctl -u {unit} -n 50 --no-pager")
+            details.append(_("more: lab ssh {machine} -- journalctl -u {unit} -n 50 --no-pager").format(
+                machine=machine, unit=unit))
             report.bad(f"{machine}: {unit} {state}", *details)
     return report
 
@@ -106,14 +118,23 @@ def main_status(lab: Lab, wait: float = 0) -> int:
     deadline = time.monotonic() + wait
     report = status(lab)
     while report.problems and time.monotonic() < deadline:
-        print(f"lab: waiting for {len(report.problems)} problem(s) to clear: {', '.join(report.problems[:4])}",
-              flush=True)
+        print("lab: " + tr(_("waiting for {count} problem(s) to clear: {problems}").format(
+            count=len(report.problems), problems=", ".join(report.problems[:4]))), flush=True)
         time.sleep(10)
         report = status(lab)
     print("\n".join(report.lines))
+    note = active_note()
+    if note:
+        print(tr(_("exercise")) + "\n  " + tr(note))
     if report.problems:
-        print(f"\nlab: NOT healthy ({len(report.problems)} problem(s)); `make repair` re-runs the playbooks")
+        count = len(report.problems)
+        if note:
+            verdict = _("NOT healthy ({count} problem(s)); `make repair` takes the exercise's fault out and re-runs "
+                        "the playbooks").format(count=count)
+        else:
+            verdict = _("NOT healthy ({count} problem(s)); `make repair` re-runs the playbooks").format(count=count)
+        print("\nlab: " + tr(verdict))
         return 1
-    print("\nlab: healthy")
+    print("\nlab: " + tr(_("healthy")))
     return 0
 

@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Callable
 
+from labs.i18n import _
 from labs.registry import CheckFailed
 
 
@@ -36,8 +37,9 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
         except Exception as exc:  # noqa: BLE001 - the cluster may be recovering
             last_exc = exc
         if time.monotonic() >= deadline:
-            detail = f" (last error: {last_exc})" if last_exc else ""
-            raise CheckFailed(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
+            detail = _(" (last error: {error})").format(error=last_exc) if last_exc else ""
+            raise CheckFailed(_("timed out after {timeout:.0f}s waiting for {what}{detail}").format(
+                timeout=timeout, what=what, detail=detail))
         time.sleep(interval)
 
 

@@ -156,7 +156,8 @@ def plan(versions: dict, arch: str) -> list[Artifact]:
                     relpath=relpath_of(url),
                     official_sha256=(spec.get("sha256") or {}).get(arch),
                     kind="file",
-                    sha256_url=spec["sha256_url"].format(url=url) if spec.get("sha256_url") else None,
+                    sha256_url=(spec["sha256_url"].format(url=url, version=version, bare=version.lstrip("v"),
+                                                          arch=arch) if spec.get("sha256_url") else None),
                     spec=spec,
                     build=comp.get("build", {}),
                 )
@@ -378,10 +379,21 @@ def expected_sha256(art: Artifact, *, timeout: float = 30.0, opener=None) -> str
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "sha256"
         (opener or fetch)(art.sha256_url, target, timeout=timeout)
-        words = target.read_text().split()
-    if not words or len(words[0]) != 64:
-        raise ArtifactError(f"{art.sha256_url} holds no sha256")
-    return words[0].lower()
+        found = checksum_in(target.read_text(), art.url.rsplit("/", 1)[-1])
+    if found is None:
+        raise ArtifactError(f"{art.sha256_url} holds no sha256 for {art.url.rsplit('/', 1)[-1]}")
+    return found
+
+
+def checksum_in(text: str, filename: str) -> str | None:
+    """The sha256 a checksum file gives for ``filename``: a file of one hash (KEY.sha256), or the lines
+    `HASH  NAME` of a release's checksums.txt (as sha256sum writes them, `*NAME` in binary mode)."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    if len(lines) == 1 and len(lines[0]) == 1:
+        candidates = [lines[0][0]]
+    else:
+        candidates = [words[0] for words in lines if len(words) >= 2 and words[-1].lstrip("*") == filename]
+    return candidates[0].lower() if candidates and len(candidates[0]) == 64 else None
 
 
 def download(art: Artifact, dest: Path, *, expected: str | None = None, url: str | None = None,
@@ -533,14 +545,14 @@ def add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o755) ->
     tar.addfile(info, io.BytesIO(data))
 
 
-def write_tar(dest: Path, files: dict[str, Path], gzip: bool) -> None:
-    """A reproducible archive of ``files`` (archive path -> local file)."""
+def write_tar(dest: Path, files: dict[str, Path], gzip: bool, modes: dict[str, int] | None = None) -> None:
+    """A reproducible archive of ``files`` (archive path -> local file; executables unless ``modes`` says)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         for name in sorted(files):
-            add_file(tar, name, files[name].read_bytes())
+            add_file(tar, name, files[name].read_bytes(), (modes or {}).get(name, 0o755))
     data = raw.getvalue()
     if gzip:
         import gzip as gz
@@ -566,7 +578,15 @@ def build_file(cache: Path, art: Artifact) -> None:
         out = workdir / "out" / inner.lstrip("./")
         go_build(package, out, workdir, art.arch, art.build, art.version)
         files[inner] = out
-    write_tar(dest, files, gzip=dest.name.endswith((".tar.gz", ".tgz")))
+    modes: dict[str, int] = {}
+    if art.spec.get("build_trees"):
+        # Folders of the module itself (data the binary reads, e.g. kube-bench's cfg/), as the release ships them.
+        src = module_dir(art.build["modules"][0], art.version, workdir, art.arch)
+        for inner, folder in art.spec["build_trees"].items():
+            for path in sorted(p for p in (src / folder).rglob("*") if p.is_file()):
+                name = f"{inner}/{path.relative_to(src / folder)}"
+                files[name], modes[name] = path, 0o644
+    write_tar(dest, files, gzip=dest.name.endswith((".tar.gz", ".tgz")), modes=modes)
 
 
 # --------------------------------------------------------------------------

@@ -6,6 +6,8 @@ needs ready (the node image; libvirtd and the box), and stop with one clear mess
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import socket
 import subprocess
@@ -67,6 +69,64 @@ def box_problem(box: str, provider: str, *, boxes: set[tuple[str, str]], can_dow
             "Nothing was created. Ways out:\n  - " + "\n  - ".join(ways))
 
 
+def route_conflicts(routes: list[dict], cidr: str, own: set[str]) -> list[str]:
+    """The host's routes (``ip -j route`` entries) into the lab's node network ``cidr`` through an interface that
+    is not the lab's own (``own``): another lab's node network, or a network of the host, on the same addresses.
+    With two, the host's traffic to the nodes goes to one of them, and the other lab stops working."""
+    net = ipaddress.ip_network(cidr, strict=False)
+    found = []
+    for route in routes:
+        dst, dev = route.get("dst", ""), route.get("dev", "")
+        if dst in ("", "default") or dev in own:
+            continue
+        try:
+            overlaps = ipaddress.ip_network(dst, strict=False).overlaps(net)
+        except ValueError:
+            continue
+        if overlaps:
+            found.append(f"{dst} via {dev}")
+    return found
+
+
+def quiet(cmd: list[str]) -> str:
+    """A command's output, "" when it fails or is missing (the lab's own networks may not exist yet)."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def own_interfaces(settings: dict) -> set[str]:
+    """The host interfaces of this lab's node network, where it exists already (a lab brought up again): the bridge
+    of Vagrant's docker network for the node CIDR when only this lab's machines use it, or of the libvirt network
+    named after the lab."""
+    own = set()
+    cidr, name = settings["network"]["node_cidr"], settings["cluster_name"]
+    info = quiet(["docker", "network", "inspect", f"vagrant_network_{cidr}"])
+    if info:
+        (net,) = json.loads(info)
+        users = [c.get("Name", "") for c in (net.get("Containers") or {}).values()]
+        if all(u.startswith(f"{name}-") for u in users):
+            own.add(net.get("Options", {}).get("com.docker.network.bridge.name") or f"br-{net['Id'][:12]}")
+    for line in quiet(["virsh", "-c", "qemu:///system", "net-info", f"{name}-nodes"]).splitlines():
+        if line.startswith("Bridge:"):
+            own.add(line.split()[-1])
+    return own
+
+
+def check_node_network(settings: dict) -> None:
+    cidr = settings["network"]["node_cidr"]
+    routes = json.loads(quiet(["ip", "-j", "route", "show"]) or "[]")
+    conflicts = route_conflicts(routes, cidr, own_interfaces(settings))
+    if conflicts:
+        raise PreflightError(
+            f"the node network {cidr} (settings: network.node_cidr) is already in use on this host: "
+            f"{', '.join(conflicts)} — another lab's machines, or a network of the host. Two networks on the same "
+            "addresses break both. Give this lab another network.node_cidr (and its own cluster_name), or bring the "
+            "other lab down first (`make down` in its checkout); nothing was created")
+
+
 def run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, cwd=ROOT, check=False)
     if proc.returncode != 0:
@@ -78,6 +138,7 @@ def preflight(settings: dict) -> None:
     print(f"preflight: provider {provider} ({settings['accel']}): {settings['provider_reason']}")
     if settings["provider_warning"]:
         print(f"preflight: WARNING: {settings['provider_warning']}")
+    check_node_network(settings)
     if provider == "docker":
         run([str(ROOT / "tools/node-image/build.sh")])
         return

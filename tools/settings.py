@@ -37,7 +37,9 @@ VERSIONS_FILE = ROOT / "versions.yml"
 SCHEMA_FILE = Path(__file__).with_name("settings.schema.json")
 RECORD = "cluster.json"  # in the state dir: the profile and provider of the cluster that is up
 # What a cluster leaves in the state folder (removed by `make down`; the SSH key and benchmark reports stay).
-CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "encryption-key", RECORD)
+# break.json: the record of a fault put in on purpose (labs/journal.py), gone with the machines it was put into
+CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "super-admin.kubeconfig", "encryption-key",
+                 "encryption-keys.json", "vrrp-password", RECORD, "break.json")
 
 PROVIDERS = ("auto", "virtualbox", "libvirt", "docker")
 VM_PROVIDERS = ("virtualbox", "libvirt")
@@ -369,7 +371,7 @@ def recorded() -> dict:
 def record(settings: dict) -> Path:
     """Remember the profile and provider of the cluster being brought up (state folder, removed by `make down`)."""
     path = Path(settings["state_dir"]) / RECORD
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.write_text(json.dumps({"profile": settings["profile"], "provider": settings["provider"]}) + "\n")
     return path
 

@@ -1,3 +1,4 @@
+from labs.i18n import _
 from labs.kube import pod_manifest, test_image
 from labs.lab import Lab
 from labs.registry import Evidence, check
@@ -7,35 +8,37 @@ TAINT = "node-role.kubernetes.io/control-plane"
 
 
 @check(
-    "C02", "A control-plane node can run workloads that tolerate its taint",
-    claim="In small installations a control-plane node can also run workloads.",
+    "C02", _("A control-plane node can run workloads that tolerate its taint"),
+    claim=_("In small installations a control-plane node can also run workloads."),
     texts=["000"],
     see=["kubectl describe node cp1 | grep Taints",
          "kubectl run t --image=localhost/k8s-arch-lab/echo:1.1.0 --overrides='{\"spec\":{\"nodeSelector\":"
          "{\"kubernetes.io/hostname\":\"cp1\"},\"tolerations\":[{\"key\":\"node-role.kubernetes.io/control-plane\","
          "\"effect\":\"NoSchedule\"}]}}'"],
-    does="Reads the taints of every control-plane node (each must carry the control-plane NoSchedule taint), then "
-         "asks for two pods on each control-plane node: with the toleration it runs there; without it, it stays "
-         "Pending with a FailedScheduling event naming the taint.",
+    does=_("Reads the taints of every control-plane node (each must carry the control-plane NoSchedule taint), then "
+           "asks for two pods on each control-plane node: with the toleration it runs there; without it, it stays "
+           "Pending with a FailedScheduling event naming the taint."),
     hints=[
-        "*cp1 lacks the NoSchedule taint (taints: …)*: someone removed it (`kubectl taint node cp1 "
-         "node-role.kubernetes.io/control-plane:NoSchedule-`); re-run the playbooks (`make provision`) or add it back "
-         "with `kubectl taint node cp1 node-role.kubernetes.io/control-plane=:NoSchedule`.",
-        "*timed out … waiting for the tolerating pod on cp1 to run*: the kubelet or containerd on cp1 is not working, "
-         "or the scheduler is stopped.",
-        "*the pod without toleration for cp1: placed on cp1, …*: the taint was removed (or its effect changed) while "
-         "the check ran.",
-        "*timed out … waiting for a FailedScheduling event for the pod without toleration on cp1*: kube-scheduler is "
-         "stopped (nobody tries, so nobody refuses), or events are not being recorded.",
-        '*the pod without toleration for cp1: placed on nothing, …* without "untolerated taint" in the message: cp1 '
-         'was refused for another reason first, e.g. it is cordoned ("unschedulable"; `kubectl uncordon cp1`).',
+        _("*cp1 lacks the NoSchedule taint (taints: …)*: someone removed it (`kubectl taint node cp1 "
+          "node-role.kubernetes.io/control-plane:NoSchedule-`); re-run the playbooks (`make provision`) or add it "
+          "back with `kubectl taint node cp1 node-role.kubernetes.io/control-plane=:NoSchedule`."),
+        _("*timed out … waiting for the tolerating pod on cp1 to run*: the kubelet or containerd on cp1 is not "
+          "working, or the scheduler is stopped."),
+        _("*the pod without toleration for cp1: placed on cp1, …*: the taint was removed (or its effect changed) "
+          "while the check ran."),
+        _("*timed out … waiting for a FailedScheduling event for the pod without toleration on cp1*: kube-scheduler "
+          "is stopped (nobody tries, so nobody refuses), or events are not being recorded."),
+        _('*the pod without toleration for cp1: placed on nothing, …* without "untolerated taint" in the message: cp1 '
+          'was refused for another reason first, e.g. it is cordoned ("unschedulable"; `kubectl uncordon cp1`).'),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     for target in lab.control_plane:
         taints = [f"{t.key}:{t.effect}" for t in lab.core.read_node(target).spec.taints or []]
-        ev.expect(f"{TAINT}:NoSchedule" in taints, f"{target} carries the taint {TAINT}:NoSchedule",
-                  f"{target} lacks the NoSchedule taint (taints: {taints or 'none'})")
+        ev.expect(f"{TAINT}:NoSchedule" in taints,
+                  _("{node} carries the taint {taint}:NoSchedule").format(node=target, taint=TAINT),
+                  _("{node} lacks the NoSchedule taint (taints: {taints})").format(
+                      node=target, taints=taints or _("none")))
     with lab.namespace("C02") as ns:
         for i, target in enumerate(lab.control_plane):
             selector = {"kubernetes.io/hostname": target}
@@ -45,15 +48,19 @@ def run(lab: Lab, ev: Evidence) -> None:
             lab.core.create_namespaced_pod(ns, pod_manifest(f"plain-{i}", test_image(), nodeSelector=selector))
         for i, target in enumerate(lab.control_plane):
             wait_for(lambda i=i: lab.core.read_namespaced_pod(f"tolerating-{i}", ns).status.phase == "Running", 90,
-                     f"the tolerating pod on {target} to run")
-            ev.expect(True, f"the pod with the toleration runs on {target}")
+                     _("the tolerating pod on {node} to run").format(node=target))
+            ev.expect(True, _("the pod with the toleration runs on {node}").format(node=target))
 
             def refused(i=i):
                 events = lab.core.list_namespaced_event(ns, field_selector=f"involvedObject.name=plain-{i}").items
                 return [e.message for e in events if e.reason == "FailedScheduling"]
 
-            messages = wait_for(refused, 60, f"a FailedScheduling event for the pod without toleration on {target}")
+            messages = wait_for(refused, 60,
+                                _("a FailedScheduling event for the pod without toleration on {node}").format(
+                                    node=target))
             placed = lab.core.read_namespaced_pod(f"plain-{i}", ns).spec.node_name
             ev.expect(not placed and "untolerated taint" in messages[0],
-                      f"the pod without toleration stays Pending on {target}: {messages[0]}",
-                      f"the pod without toleration for {target}: placed on {placed or 'nothing'}, {messages[0]}")
+                      _("the pod without toleration stays Pending on {node}: {event}").format(
+                          node=target, event=messages[0]),
+                      _("the pod without toleration for {node}: placed on {placed}, {event}").format(
+                          node=target, placed=placed or _("nothing"), event=messages[0]))

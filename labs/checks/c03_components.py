@@ -1,3 +1,4 @@
+from labs.i18n import _
 from labs.lab import Lab
 from labs.registry import Evidence, check
 
@@ -5,31 +6,31 @@ NODE = ["kubelet", "kube-proxy", "containerd"]
 
 
 @check(
-    "C03", "The minimal control plane, and kubelet, kube-proxy and a CRI runtime on every node",
-    claim="The minimal control plane is etcd, kube-apiserver, kube-scheduler and kube-controller-manager; kubelet "
-          "and kube-proxy run on every node, beside a CRI container runtime.",
+    "C03", _("The minimal control plane, and kubelet, kube-proxy and a CRI runtime on every node"),
+    claim=_("The minimal control plane is etcd, kube-apiserver, kube-scheduler and kube-controller-manager; kubelet "
+            "and kube-proxy run on every node, beside a CRI container runtime."),
     texts=["000", "001", "004"],
     see=["ssh cp1 systemctl status etcd kube-apiserver kube-scheduler kube-controller-manager",
          "ssh w1 systemctl status kubelet kube-proxy containerd",
          "ssh w1 'readlink /proc/$(systemctl show -P MainPID kube-proxy)/exe'",
          "ssh w1 crictl version"],
-    does="On each node (and each machine of an external etcd), for each component it should run: the systemd "
-         "unit is active and its main process "
-         "executes the component's own binary (a unit that runs something else does not count), with the version "
-         "that binary reports; then whether the runtime answers over CRI (crictl version).",
+    does=_("On each node (and each machine of an external etcd), for each component it should run: the systemd unit "
+           "is active and its main process executes the component's own binary (a unit that runs something else does "
+           "not count), with the version that binary reports; then whether the runtime answers over CRI (crictl "
+           "version)."),
     hints=[
-        "*w1: kube-proxy.service is inactive, its main process none — not kube-proxy*: the unit is stopped or "
-         "crashing (`ssh w1 systemctl status kube-proxy`, `journalctl -u kube-proxy`); a disruptive check (C25, C27, "
-         "…) running at the same time stops units for a while. *failed* or *activating* instead of *inactive*: it "
-         "keeps exiting.",
-        "*cp1: etcd.service is failed, …*: etcd failed to start — typically a certificate or data-directory problem "
-         "(`journalctl -u etcd`); with etcd down the API server fails next.",
-        "*w1: kube-proxy.service is active, its main process pid … /usr/bin/something (kube-proxy.service) — not "
-         "kube-proxy*: the unit runs another program (a drop-in in `/etc/systemd/system/kube-proxy.service.d/` that "
-         "replaces `ExecStart`: `systemctl cat kube-proxy`).",
-        "*`crictl version` exited 1*: containerd is down or its socket is not where `/etc/crictl.yaml` says.",
-        "*CRI does not answer: …*, or *CRI answers — …* naming another runtime: something other than the lab's "
-         "containerd (CRI-O, say) answers on the socket `/etc/crictl.yaml` names; the check expects containerd.",
+        _("*w1: kube-proxy.service is inactive, its main process none — not kube-proxy*: the unit is stopped or "
+          "crashing (`ssh w1 systemctl status kube-proxy`, `journalctl -u kube-proxy`); a disruptive check (C25, C27, "
+          "…) running at the same time stops units for a while. *failed* or *activating* instead of *inactive*: it "
+          "keeps exiting."),
+        _("*cp1: etcd.service is failed, …*: etcd failed to start — typically a certificate or data-directory problem "
+          "(`journalctl -u etcd`); with etcd down the API server fails next."),
+        _("*w1: kube-proxy.service is active, its main process pid … /usr/bin/something (kube-proxy.service) — not "
+          "kube-proxy*: the unit runs another program (a drop-in in `/etc/systemd/system/kube-proxy.service.d/` that "
+          "replaces `ExecStart`: `systemctl cat kube-proxy`)."),
+        _("*`crictl version` exited 1*: containerd is down or its socket is not where `/etc/crictl.yaml` says."),
+        _("*CRI does not answer: …*, or *CRI answers — …* naming another runtime: something other than the lab's "
+          "containerd (CRI-O, say) answers on the socket `/etc/crictl.yaml` names; the check expects containerd."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -40,17 +41,19 @@ def run(lab: Lab, ev: Evidence) -> None:
             unit = snap.units.get(comp)
             proc = snap.procs.get(unit.main_pid) if unit and unit.main_pid else None
             ev.expect(unit is not None and unit.state == "active" and proc is not None and proc.binary == comp,
-                      f"{name}: {comp}.service active, main process {proc}",
-                      f"{name}: {comp}.service is {unit.state if unit else 'missing'}, its main process "
-                      f"{proc or 'none'} — not {comp}")
+                      _("{name}: {comp}.service active, main process {proc}").format(name=name, comp=comp, proc=proc),
+                      _("{name}: {comp}.service is {state}, its main process {proc} — not {comp}").format(
+                          name=name, comp=comp, state=unit.state if unit else _("missing"), proc=proc or _("none")))
         versions = lab.sh(name, "; ".join(
             f"echo \"{c}|$(/proc/{snap.units[c].main_pid}/exe --version 2>&1 | head -1)\"" for c in wanted))
-        ev.add(f"{name}: versions: " + "; ".join(line.replace("|", ": ", 1) for line in versions.splitlines()))
+        ev.add(_("{name}: versions: {versions}").format(
+            name=name, versions="; ".join(line.replace("|", ": ", 1) for line in versions.splitlines())))
         if name not in lab.nodes:
             continue
         cri = lab.sh(name, "crictl version")
         runtime = dict(line.split(":", 1) for line in cri.splitlines() if ":" in line)
         ev.expect("containerd" in runtime.get("RuntimeName", ""),
-                  f"{name}: CRI answers — {runtime.get('RuntimeName', '').strip()} "
-                  f"{runtime.get('RuntimeVersion', '').strip()}",
-                  f"{name}: CRI does not answer: {cri[-200:]}")
+                  _("{name}: CRI answers — {runtime} {version}").format(
+                      name=name, runtime=runtime.get("RuntimeName", "").strip(),
+                      version=runtime.get("RuntimeVersion", "").strip()),
+                  _("{name}: CRI does not answer: {cri}").format(name=name, cri=cri[-200:]))

@@ -3,9 +3,13 @@ import uuid
 
 from kubernetes import client
 
+from labs.i18n import _
 from labs.lab import Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
+
+# What the API server's encryption providers put before a value they encrypted (k8s:enc:<provider>:v1:<key name>:).
+ENCRYPTED = (b"k8s:enc:secretbox:v1:", b"k8s:enc:aescbc:v1:", b"k8s:enc:aesgcm:v1:", b"k8s:enc:kms:v2:")
 
 
 def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
@@ -15,26 +19,26 @@ def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
 
 
 @check(
-    "C06", "Cluster state lives in etcd; every change through the API is stored there",
-    claim="Cluster configuration and state live in etcd; every change made through the API is stored there.",
+    "C06", _("Cluster state lives in etcd; every change through the API is stored there"),
+    claim=_("Cluster configuration and state live in etcd; every change made through the API is stored there."),
     texts=["000", "001"],
     see=["kubectl -n demo create configmap note --from-literal=text=hello",
          "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry/configmaps/demo/note | strings'",
          "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry/secrets/demo/s | hexdump -C | head'",
          "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry --prefix --keys-only | head'"],
-    does="Creates a ConfigMap through the API and reads its key in etcd with etcdctl on every etcd member (the "
-         "value, in the API server's protobuf encoding, holds the data); changes it (new value, higher "
-         "mod_revision); deletes it (key gone). Writes a Secret through every API server (each at its own "
-         "address) and finds each value encrypted in etcd (k8s:enc:aescbc:v1:, plaintext absent).",
+    does=_("Creates a ConfigMap through the API and reads its key in etcd with etcdctl on every etcd member (the "
+           "value, in the API server's protobuf encoding, holds the data); changes it (new value, higher "
+           "mod_revision); deletes it (key gone). Writes a Secret through every API server (each at its own address) "
+           "and finds each value encrypted in etcd (k8s:enc:secretbox:v1:<key>:, plaintext absent)."),
     hints=[
-        "*cp1: etcd key … missing or without '…'*: the API server writes to another etcd (`--etcd-servers`) or "
-         "another prefix.",
-        "*the change is not in etcd*: the API server answered from somewhere else than the etcd read here.",
-        "*Secret written through cp2's API server (https://…) is not stored encrypted*: on that machine "
-         "`--encryption-provider-config` is missing, or its first provider is `identity`. Secrets written before "
-         "encryption was turned on stay in clear until rewritten (`kubectl get secrets -A -o json | kubectl replace "
-         "-f -`).",
-        "an etcdctl error: etcd is down on that member (a disruptive check may be running): re-run.",
+        _("*cp1: etcd key … missing or without '…'*: the API server writes to another etcd (`--etcd-servers`) or "
+          "another prefix."),
+        _("*the change is not in etcd*: the API server answered from somewhere else than the etcd read here."),
+        _("*Secret written through cp2's API server (https://…) is not stored encrypted*: on that machine "
+          "`--encryption-provider-config` is missing, or its first provider is `identity`. Secrets written before "
+          "encryption was turned on stay in clear until rewritten (`kubectl get secrets -A -o json | kubectl replace "
+          "-f -`)."),
+        _("an etcdctl error: etcd is down on that member (a disruptive check may be running): re-run."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -48,29 +52,33 @@ def run(lab: Lab, ev: Evidence) -> None:
             kv = lab.etcd_get(key, node)
             seen = f'{printable(kv["value"], 24)}…{printable(kv["value"], 24, at=first.encode())}' if kv else ""
             ev.expect(kv is not None and first.encode() in kv["value"],
-                      f"{node}: etcd key {key} (rev {kv and kv['mod_revision']}): {seen}",
-                      f"{node}: etcd key {key} missing or without {first!r}")
+                      _("{node}: etcd key {key} (rev {revision}): {seen}").format(
+                          node=node, key=key, revision=kv and kv["mod_revision"], seen=seen),
+                      _("{node}: etcd key {key} missing or without {first!r}").format(node=node, key=key, first=first))
         before = kv["mod_revision"]
         lab.core.patch_namespaced_config_map("note", ns, {"data": {"text": second}})
         kv = lab.etcd_get(key, members[0])
         ev.expect(kv is not None and second.encode() in kv["value"] and first.encode() not in kv["value"]
                   and kv["mod_revision"] > before,
-                  f"after the change: value holds {second!r}, mod_revision {before} -> {kv and kv['mod_revision']}",
-                  f"the change is not in etcd: {kv and printable(kv['value'])}")
+                  _("after the change: value holds {second!r}, mod_revision {before} -> {after}").format(
+                      second=second, before=before, after=kv and kv["mod_revision"]),
+                  _("the change is not in etcd: {value}").format(value=kv and printable(kv["value"])))
         lab.core.delete_namespaced_config_map("note", ns)
-        wait_for(lambda: lab.etcd_get(key, members[0]) is None, 30, f"{key} to leave etcd")
-        ev.expect(True, f"after the delete: {key} is gone from etcd")
+        wait_for(lambda: lab.etcd_get(key, members[0]) is None, 30, _("{key} to leave etcd").format(key=key))
+        ev.expect(True, _("after the delete: {key} is gone from etcd").format(key=key))
 
         for node, server in lab.api_servers().items():
             secret, name = f"s3cret-{uuid.uuid4().hex[:8]}", f"token-{node}"
             client.CoreV1Api(lab.api_client_for(server)).create_namespaced_secret(
                 ns, {"metadata": {"name": name}, "stringData": {"password": secret}})
             kv = lab.etcd_get(f"{prefix}/secrets/{ns}/{name}", members[0])
-            encrypted = kv is not None and kv["value"].startswith(b"k8s:enc:aescbc:v1:")
+            encrypted = kv is not None and kv["value"].startswith(ENCRYPTED)
             ev.expect(encrypted and secret.encode() not in kv["value"],
-                      f"Secret written through {node}'s API server ({server}) stored encrypted: "
-                      f"{printable(kv['value'], 40) if kv else ''}… (plaintext {secret!r} absent)",
-                      f"Secret written through {node}'s API server ({server}) is not stored encrypted: "
-                      f"{kv and printable(kv['value'])}")
-        ev.add(f"through the API the Secret reads back in clear: "
-               f"{base64.b64decode(lab.core.read_namespaced_secret(name, ns).data['password']).decode()}")
+                      _("Secret written through {node}'s API server ({server}) stored encrypted: {value}… (plaintext "
+                        "{secret!r} absent)").format(
+                          node=node, server=server, value=printable(kv["value"], 40) if kv else "", secret=secret),
+                      _("Secret written through {node}'s API server ({server}) is not stored encrypted: "
+                        "{value}").format(
+                          node=node, server=server, value=kv and printable(kv["value"])))
+        ev.add(_("through the API the Secret reads back in clear: {value}").format(
+            value=base64.b64decode(lab.core.read_namespaced_secret(name, ns).data["password"]).decode()))

@@ -1,3 +1,4 @@
+from labs.i18n import _
 from labs.kube import pod_manifest, test_image
 from labs.lab import Lab
 from labs.registry import Evidence, check
@@ -5,42 +6,44 @@ from labs.timing import wait_for
 
 
 @check(
-    "C08", "etcd is the cluster's memory: nothing works without it, nothing is lost when it returns",
-    claim="etcd is the cluster's memory: without it the cluster cannot work, and nothing is lost when it returns.",
+    "C08", _("etcd is the cluster's memory: nothing works without it, nothing is lost when it returns"),
+    claim=_("etcd is the cluster's memory: without it the cluster cannot work, and nothing is lost when it returns."),
     texts=["001"],
     see=["ssh cp1 systemctl stop etcd   # on every etcd member", "kubectl create configmap x  # fails",
          "curl http://<pod-ip>:8080/     # from a worker: still answers", "ssh cp1 systemctl start etcd"],
-    does="Creates a ConfigMap and a pod, stops etcd on every member, tries an API write (it fails) and calls the "
-         "pod from a worker (it answers), starts etcd again and finds the ConfigMap intact.",
+    does=_("Creates a ConfigMap and a pod, stops etcd on every member, tries an API write (it fails) and calls the "
+           "pod from a worker (it answers), starts etcd again and finds the ConfigMap intact."),
     hints=[
-        "*timed out after 60s waiting for API writes to fail without etcd*: etcd did not really stop (a drop-in with "
-         "`KillMode=none` or `ExecStop=`, `pgrep -a etcd` still shows it), or the API server is connected to an etcd "
-         "outside the inventory's `etcd` group (`systemctl cat kube-apiserver | grep etcd-servers`).",
-        "*the pod did not answer while etcd was down: ''*: the pod network between w2 and the pod's node is broken "
-         "(claim C26) — this does not depend on etcd; check it with etcd running.",
-        "*timed out after 120s waiting for the API to read again*: etcd did not come back (`ssh cp1 journalctl -u "
-         "etcd`; in `ha`, a member waiting for its peers), or kube-apiserver gave up (`systemctl status "
-         "kube-apiserver`). With *(last error: … 404 …)* the API is back but the ConfigMap is gone: etcd came back "
-         "with an empty data directory.",
-        "*wrote ConfigMap 'before' through the API* marked NOT: the cluster was not writable before the check began.",
+        _("*timed out after 60s waiting for API writes to fail without etcd*: etcd did not really stop (a drop-in "
+          "with `KillMode=none` or `ExecStop=`, `pgrep -a etcd` still shows it), or the API server is connected to an "
+          "etcd outside the inventory's `etcd` group (`systemctl cat kube-apiserver | grep etcd-servers`)."),
+        _("*the pod did not answer while etcd was down: ''*: the pod network between w2 and the pod's node is broken "
+          "(claim C26) — this does not depend on etcd; check it with etcd running."),
+        _("*timed out after 120s waiting for the API to read again*: etcd did not come back (`ssh cp1 journalctl -u "
+          "etcd`; in `ha`, a member waiting for its peers), or kube-apiserver gave up (`systemctl status "
+          "kube-apiserver`). With *(last error: … 404 …)* the API is back but the ConfigMap is gone: etcd came back "
+          "with an empty data directory."),
+        _("*wrote ConfigMap 'before' through the API* marked NOT: the cluster was not writable before the check "
+          "began."),
     ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
     etcd = lab.etcd_members
     with lab.namespace("C08") as ns:
-        ev.expect(lab.api_writes(ns, "before") is None, "wrote ConfigMap 'before' through the API")
+        ev.expect(lab.api_writes(ns, "before") is None, _("wrote ConfigMap 'before' through the API"))
         lab.core.create_namespaced_pod(ns, pod_manifest("web", test_image()))
         pod = wait_for(lambda: (p := lab.core.read_namespaced_pod("web", ns)).status.phase == "Running" and p, 90,
-                       "the pod to run")
+                       _("the pod to run"))
         ip, node = pod.status.pod_ip, pod.spec.node_name
         lab.stop_units(etcd, ["etcd"], ev)
-        error = wait_for(lambda: lab.api_writes(ns, "during"), 60, "API writes to fail without etcd", 2)
-        ev.expect(True, f"with etcd stopped an API write fails: {error}")
+        error = wait_for(lambda: lab.api_writes(ns, "during"), 60, _("API writes to fail without etcd"), 2)
+        ev.expect(True, _("with etcd stopped an API write fails: {error}").format(error=error))
         answer = lab.sh(lab.workers[-1], f"curl -sS -m 5 http://{ip}:8080/", check=False)
-        ev.expect(answer.startswith("pod=web"), f"the running pod on {node} still answers: {answer}",
-                  f"the pod did not answer while etcd was down: {answer!r}")
+        ev.expect(answer.startswith("pod=web"),
+                  _("the running pod on {node} still answers: {answer}").format(node=node, answer=answer),
+                  _("the pod did not answer while etcd was down: {answer!r}").format(answer=answer))
         lab.start_units(etcd, ["etcd"], ev)
         kept = wait_for(lambda: lab.core.read_namespaced_config_map("before", ns, _request_timeout=5), 120,
-                        "the API to read again")
-        ev.expect(kept.data == {"written": "yes"}, "after etcd returned, ConfigMap 'before' is intact")
+                        _("the API to read again"))
+        ev.expect(kept.data == {"written": "yes"}, _("after etcd returned, ConfigMap 'before' is intact"))

@@ -1,5 +1,6 @@
 import time
 
+from labs.i18n import _
 from labs.kube import test_image
 from labs.lab import Lab
 from labs.registry import Evidence, check
@@ -16,26 +17,26 @@ def deployment(name: str, replicas: int) -> dict:
 
 
 @check(
-    "C13", "All built-in controllers run in kube-controller-manager; without it nothing is acted upon",
-    claim="All built-in controllers run in the one kube-controller-manager process; if it stops, changes made "
-          "through the API are not acted upon.",
+    "C13", _("All built-in controllers run in kube-controller-manager; without it nothing is acted upon"),
+    claim=_("All built-in controllers run in the one kube-controller-manager process; if it stops, changes made "
+            "through the API are not acted upon."),
     texts=["000", "004"],
     see=["ssh cp1 systemctl stop kube-controller-manager  # on every control-plane node",
          "kubectl scale deploy web --replicas=3; kubectl get pods  # nothing new",
          "ssh cp1 systemctl start kube-controller-manager"],
-    does="Runs a one-replica Deployment and times how long the controllers take to create a pod when it is scaled "
-         "to two. Stops the controller manager everywhere, scales to four and sees no new pod for three times that "
-         "long (at least 5 s); starts it and sees the four pods appear.",
+    does=_("Runs a one-replica Deployment and times how long the controllers take to create a pod when it is scaled "
+           "to two. Stops the controller manager everywhere, scales to four and sees no new pod for three times that "
+           "long (at least 5 s); starts it and sees the four pods appear."),
     hints=[
-        "*pods appeared without the controller manager (4)*: a controller manager still runs — the unit's stop did "
-         "not end the process (`ssh cp1 pgrep -a kube-controller`), or one runs outside the inventory's control "
-         "plane.",
-        "*timed out after 90s waiting for the Deployment's first pod*, or *… waiting for the controllers to create "
-         "the second pod*: the controller manager was already down before the check (a disruptive check running at "
-         "the same time?) — `kubectl get events -n lab-c13-…`.",
-        "*timed out after 120s waiting for the controllers to create the missing pods*: the controller manager did "
-         "not come back or did not become leader (`journalctl -u kube-controller-manager`, `kubectl -n kube-system "
-         "get lease kube-controller-manager`).",
+        _("*pods appeared without the controller manager (4)*: a controller manager still runs — the unit's stop did "
+          "not end the process (`ssh cp1 pgrep -a kube-controller`), or one runs outside the inventory's control "
+          "plane."),
+        _("*timed out after 90s waiting for the Deployment's first pod*, or *… waiting for the controllers to create "
+          "the second pod*: the controller manager was already down before the check (a disruptive check running at "
+          "the same time?) — `kubectl get events -n lab-c13-…`."),
+        _("*timed out after 120s waiting for the controllers to create the missing pods*: the controller manager did "
+          "not come back or did not become leader (`journalctl -u kube-controller-manager`, `kubectl -n kube-system "
+          "get lease kube-controller-manager`)."),
     ],
     disruptive=True,
 )
@@ -45,18 +46,21 @@ def run(lab: Lab, ev: Evidence) -> None:
 
     with lab.namespace("C13") as ns:
         lab.apps.create_namespaced_deployment(ns, deployment("web", 1))
-        wait_for(lambda: pods(ns) == 1, 90, "the Deployment's first pod")
+        wait_for(lambda: pods(ns) == 1, 90, _("the Deployment's first pod"))
         started = time.monotonic()
         lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 2}})
-        wait_for(lambda: pods(ns) == 2, 60, "the controllers to create the second pod")
+        wait_for(lambda: pods(ns) == 2, 60, _("the controllers to create the second pod"))
         took = time.monotonic() - started
         window = max(5.0, 3 * took)
-        ev.add(f"with the controller manager running, scaling 1 -> 2 created the pod in {took:.2f} s")
+        ev.add(_("with the controller manager running, scaling 1 -> 2 created the pod in {took:.2f} s").format(
+            took=took))
         lab.stop_units(lab.control_plane, ["kube-controller-manager"], ev)
         lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": 4}})
         time.sleep(window)
-        ev.expect(pods(ns) == 2, f"scaled to 4 replicas with no controller manager: after {window:.0f} s still 2 "
-                  "pods", f"pods appeared without the controller manager ({pods(ns)})")
+        ev.expect(pods(ns) == 2,
+                  _("scaled to 4 replicas with no controller manager: after {window:.0f} s still 2 pods").format(
+                      window=window),
+                  _("pods appeared without the controller manager ({count})").format(count=pods(ns)))
         lab.start_units(lab.control_plane, ["kube-controller-manager"], ev)
-        wait_for(lambda: pods(ns) == 4, 120, "the controllers to create the missing pods")
-        ev.expect(True, "controller manager back: 4 pods")
+        wait_for(lambda: pods(ns) == 4, 120, _("the controllers to create the missing pods"))
+        ev.expect(True, _("controller manager back: 4 pods"))

@@ -1,5 +1,6 @@
 import yaml
 
+from labs.i18n import _
 from labs.lab import Lab
 from labs.registry import Evidence, check
 from labs.timing import parse_duration, scaled, wait_for
@@ -17,28 +18,28 @@ def heartbeat_limit(report: float, update: float, lease: float) -> float:
 
 
 @check(
-    "C19", "Nodes report their state and resources all the time",
-    claim="Nodes report their state and resources to the control plane all the time.",
+    "C19", _("Nodes report their state and resources all the time"),
+    claim=_("Nodes report their state and resources to the control plane all the time."),
     texts=["001", "004"],
     see=["kubectl -n kube-node-lease get lease -w -o custom-columns=NAME:.metadata.name,RENEWED:.spec.renewTime",
          "kubectl get node w1 -o jsonpath='{.status.capacity}'; ssh w1 'nproc; grep MemTotal /proc/meminfo'",
          "kubectl describe node w1 | grep -A8 Conditions"],
-    does="Watches each node's Lease in kube-node-lease until it has been renewed twice: the kubelet renews it every "
-         "quarter of leaseDurationSeconds (its renew interval), so the gap between two renewals must stay within "
-         "that interval (plus a quarter, more on slow machines: timeout_scale); compares each Node's "
-         "capacity with the machine (nproc, MemTotal); checks its conditions: Ready, no pressure, last heartbeat "
-         "younger than the longest report interval the kubelet may take: after a change or a restart it adds a "
-         "random delay of up to half its nodeStatusReportFrequency, so 1.5 × nodeStatusReportFrequency plus one "
-         "nodeStatusUpdateFrequency (its status sync period) and the lease duration.",
+    does=_("Watches each node's Lease in kube-node-lease until it has been renewed twice: the kubelet renews it every "
+           "quarter of leaseDurationSeconds (its renew interval), so the gap between two renewals must stay within "
+           "that interval (plus a quarter, more on slow machines: timeout_scale); compares each Node's capacity with "
+           "the machine (nproc, MemTotal); checks its conditions: Ready, no pressure, last heartbeat younger than the "
+           "longest report interval the kubelet may take: after a change or a restart it adds a random delay of up "
+           "to half its nodeStatusReportFrequency, so 1.5 × nodeStatusReportFrequency plus one "
+           "nodeStatusUpdateFrequency (its status sync period) and the lease duration."),
     hints=[
-        "*timed out … waiting for every node's Lease to be renewed twice (renew interval 10s = leaseDurationSeconds "
-         "40 / 4)*: a kubelet is stopped or cannot reach the API server (a disruptive check, C14 or C27, may be "
-         "running).",
-        "*w1: Lease renewed 14.2s after the previous renewal, more than its renew interval 10s allows (12.5s)*: the "
-         "kubelet renews late — the machine or the API server is overloaded, or the kubelet was restarting.",
-        "*capacity … machine …*: the machine was resized and the kubelet not restarted, or the kubelet sees another "
-         "cgroup than the machine (`cat /sys/fs/cgroup/cpuset.cpus.effective`).",
-        "*conditions …, heartbeat N s ago*: the node is NotReady or under pressure (`kubectl describe node`).",
+        _("*timed out … waiting for every node's Lease to be renewed twice (renew interval 10s = leaseDurationSeconds "
+          "40 / 4)*: a kubelet is stopped or cannot reach the API server (a disruptive check, C14 or C27, may be "
+          "running)."),
+        _("*w1: Lease renewed 14.2s after the previous renewal, more than its renew interval 10s allows (12.5s)*: the "
+          "kubelet renews late — the machine or the API server is overloaded, or the kubelet was restarting."),
+        _("*capacity … machine …*: the machine was resized and the kubelet not restarted, or the kubelet sees another "
+          "cgroup than the machine (`cat /sys/fs/cgroup/cpuset.cpus.effective`)."),
+        _("*conditions …, heartbeat N s ago*: the node is NotReady or under pressure (`kubectl describe node`)."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -54,15 +55,18 @@ def run(lab: Lab, ev: Evidence) -> None:
                 seen[node].append(now)
         return all(len(times) >= 3 for times in seen.values())
 
-    wait_for(renewed_twice, 2 * interval + 5, f"every node's Lease to be renewed twice (renew interval "
-             f"{interval:g}s = leaseDurationSeconds {duration} / 4)", 0.5)
+    wait_for(renewed_twice, 2 * interval + 5,
+             _("every node's Lease to be renewed twice (renew interval {interval:g}s = leaseDurationSeconds "
+               "{duration} / 4)").format(interval=interval, duration=duration), 0.5)
     bound = interval * 1.25 + scaled(1) - 1  # a quarter of slack for a busy machine, more on slow ones
     for node in lab.nodes:
         gap = (seen[node][2] - seen[node][1]).total_seconds()
-        ev.expect(gap <= bound, f"{node}: Lease renewed {gap:.1f}s after the previous renewal (renew "
-                  f"interval {interval:g}s, holder {leases[node].holder_identity})",
-                  f"{node}: Lease renewed {gap:.1f}s after the previous renewal, more than its renew interval "
-                  f"{interval:g}s allows ({bound:g}s)")
+        ev.expect(gap <= bound,
+                  _("{node}: Lease renewed {gap:.1f}s after the previous renewal (renew interval {interval:g}s, "
+                    "holder {holder})").format(node=node, gap=gap, interval=interval,
+                                               holder=leases[node].holder_identity),
+                  _("{node}: Lease renewed {gap:.1f}s after the previous renewal, more than its renew interval "
+                    "{interval:g}s allows ({bound:g}s)").format(node=node, gap=gap, interval=interval, bound=bound))
 
     for node in lab.nodes:
         obj = lab.core.read_node(node)
@@ -70,9 +74,10 @@ def run(lab: Lab, ev: Evidence) -> None:
         mem_kib = int(lab.sh(node, "awk '/^MemTotal:/ {print $2}' /proc/meminfo"))
         cap = obj.status.capacity
         ev.expect(cap["cpu"] == str(cpus) and cap["memory"] == f"{mem_kib}Ki",
-                  f"{node}: capacity cpu {cap['cpu']}, memory {cap['memory']} = machine's nproc {cpus}, "
-                  f"MemTotal {mem_kib} kB", f"{node}: capacity {cap['cpu']} cpu / {cap['memory']}, machine {cpus} "
-                  f"cpu / {mem_kib}Ki")
+                  _("{node}: capacity cpu {cpu}, memory {memory} = machine's nproc {cpus}, MemTotal {kib} kB").format(
+                      node=node, cpu=cap["cpu"], memory=cap["memory"], cpus=cpus, kib=mem_kib),
+                  _("{node}: capacity {cpu} cpu / {memory}, machine {cpus} cpu / {kib}Ki").format(
+                      node=node, cpu=cap["cpu"], memory=cap["memory"], cpus=cpus, kib=mem_kib))
         config = yaml.safe_load(lab.sh(node, f"cat {lab.unit_arg(node, 'kubelet', 'config')}")) or {}
         report = parse_duration(config.get("nodeStatusReportFrequency", "5m"))
         limit = heartbeat_limit(report, parse_duration(config.get("nodeStatusUpdateFrequency", "10s")), duration)
@@ -80,7 +85,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         age = max((lab.server_now() - c.last_heartbeat_time).total_seconds() for c in conditions.values())
         ok = conditions["Ready"].status == "True" and all(conditions[p].status == "False" for p in PRESSURE)
         ev.expect(ok and age <= limit,
-                  f"{node}: Ready, no pressure; oldest heartbeat {age:.0f}s ago (report every {report:.0f}s, "
-                  f"at most {limit:.0f}s)",
-                  f"{node}: conditions {[(t, c.status) for t, c in conditions.items()]}, heartbeat {age:.0f}s ago "
-                  f"(at most {limit:.0f}s)")
+                  _("{node}: Ready, no pressure; oldest heartbeat {age:.0f}s ago (report every {report:.0f}s, at most "
+                    "{limit:.0f}s)").format(node=node, age=age, report=report, limit=limit),
+                  _("{node}: conditions {conditions}, heartbeat {age:.0f}s ago (at most {limit:.0f}s)").format(
+                      node=node, conditions=[(t, c.status) for t, c in conditions.items()], age=age, limit=limit))

@@ -8,6 +8,7 @@ from cryptography.x509.oid import NameOID
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from labs.i18n import _
 from labs.kube import pod_manifest, run_pod, test_image
 from labs.lab import Lab
 from labs.registry import Evidence, check
@@ -23,25 +24,25 @@ def status_of(call) -> int:
 
 
 @check(
-    "C20", "kubelet uses the same HTTPS API with its own, node-restricted credentials",
-    claim="kubelet talks to the API server over the same HTTPS API as kubectl, with its own credentials, and is "
-          "restricted to what its node needs.",
+    "C20", _("kubelet uses the same HTTPS API with its own, node-restricted credentials"),
+    claim=_("kubelet talks to the API server over the same HTTPS API as kubectl, with its own credentials, and is "
+            "restricted to what its node needs."),
     texts=["004"],
     see=["ssh w1 \"grep client-certificate-data /var/lib/kubelet/kubeconfig | awk '{print $2}' | base64 -d | "
          "openssl x509 -noout -subject\"",
          "ssh w1 kubectl --kubeconfig /var/lib/kubelet/kubeconfig get secret other -n demo   # Forbidden",
          "kubectl auth can-i get secrets --as=system:node:w1 --as-group=system:nodes -n demo"],
-    does="Reads a worker's kubelet kubeconfig over SSH and uses its client certificate (in a 0600 temp directory, "
-         "removed afterwards) with the official client against the API server: the certificate's subject is "
-         "system:node:<name> in system:nodes; it reads its own Node and a Secret mounted by a pod on its node, but "
-         "is refused (403) a Secret no pod on its node uses and a change to another Node.",
+    does=_("Reads a worker's kubelet kubeconfig over SSH and uses its client certificate (in a 0600 temp directory, "
+           "removed afterwards) with the official client against the API server: the certificate's subject is "
+           "system:node:<name> in system:nodes; it reads its own Node and a Secret mounted by a pod on its node, but "
+           "is refused (403) a Secret no pod on its node uses and a change to another Node."),
     hints=[
-        "*GET Secret other -> 200*: the Node authorizer is off (`--authorization-mode` without `Node`) and RBAC gives "
-         "`system:nodes` more, e.g. a ClusterRoleBinding of `system:node` to the group.",
-        "*PATCH Node w2 -> 200*: NodeRestriction is not enabled (`--enable-admission-plugins`).",
-        "*its own Node -> 401*: the kubelet's certificate is not signed by the API server's `--client-ca-file`.",
-        "*CN=…, O=…* other than `system:node:<name>` / `system:nodes`: the kubelet runs with another identity and the "
-         "Node authorizer does not recognise it.",
+        _("*GET Secret other -> 200*: the Node authorizer is off (`--authorization-mode` without `Node`) and RBAC "
+          "gives `system:nodes` more, e.g. a ClusterRoleBinding of `system:node` to the group."),
+        _("*PATCH Node w2 -> 200*: NodeRestriction is not enabled (`--enable-admission-plugins`)."),
+        _("*its own Node -> 401*: the kubelet's certificate is not signed by the API server's `--client-ca-file`."),
+        _("*CN=…, O=…* other than `system:node:<name>` / `system:nodes`: the kubelet runs with another identity and "
+          "the Node authorizer does not recognise it."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -52,8 +53,9 @@ def run(lab: Lab, ev: Evidence) -> None:
     cn = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
     orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
     ev.expect(cn == f"system:node:{node}" and "system:nodes" in orgs,
-              f"{node}'s kubelet certificate: CN={cn}, O={','.join(orgs)}, issuer {cert.issuer.rfc4514_string()}",
-              f"{node}'s kubelet certificate: CN={cn}, O={orgs}")
+              _("{node}'s kubelet certificate: CN={cn}, O={orgs}, issuer {issuer}").format(
+                  node=node, cn=cn, orgs=",".join(orgs), issuer=cert.issuer.rfc4514_string()),
+              _("{node}'s kubelet certificate: CN={cn}, O={orgs}").format(node=node, cn=cn, orgs=orgs))
     with tempfile.TemporaryDirectory(prefix="lab-c20-") as tmp, lab.namespace("C20") as ns:
         paths = {}
         for k, data in pem.items():
@@ -71,14 +73,20 @@ def run(lab: Lab, ev: Evidence) -> None:
             {"name": "s", "secret": {"secretName": "mounted"}}], container={
             "volumeMounts": [{"name": "s", "mountPath": "/secret"}]}))
         own = status_of(lambda: kubelet.read_node(node))
-        ev.expect(own == 200, f"as system:node:{node}: GET its own Node -> {own}", f"its own Node -> {own}")
+        ev.expect(own == 200,
+                  _("as system:node:{node}: GET its own Node -> {status}").format(node=node, status=own),
+                  _("its own Node -> {status}").format(status=own))
         mounted = wait_for(lambda: status_of(lambda: kubelet.read_namespaced_secret("mounted", ns)) == 200, 30,
-                           "the node authorizer to allow the mounted Secret")
-        ev.expect(mounted, f"GET Secret {ns}/mounted (used by a pod on {node}) -> 200")
+                           _("the node authorizer to allow the mounted Secret"))
+        ev.expect(mounted, _("GET Secret {ns}/mounted (used by a pod on {node}) -> 200").format(ns=ns, node=node))
         got = status_of(lambda: kubelet.read_namespaced_secret("other", ns))
-        ev.expect(got == 403, f"GET Secret {ns}/other (no pod on {node} uses it) -> {got}",
-                  f"GET Secret other -> {got}, expected 403")
+        ev.expect(got == 403,
+                  _("GET Secret {ns}/other (no pod on {node} uses it) -> {status}").format(
+                      ns=ns, node=node, status=got),
+                  _("GET Secret other -> {status}, expected 403").format(status=got))
         got = status_of(lambda: kubelet.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": "x"}}}))
         if got != 403:  # the claim does not hold: take the label back off
             lab.core.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": None}}})
-        ev.expect(got == 403, f"PATCH Node {other} (another node) -> {got}", f"PATCH Node {other} -> {got}")
+        ev.expect(got == 403,
+                  _("PATCH Node {other} (another node) -> {status}").format(other=other, status=got),
+                  _("PATCH Node {other} -> {status}").format(other=other, status=got))

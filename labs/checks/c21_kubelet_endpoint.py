@@ -1,5 +1,6 @@
 import threading
 
+from labs.i18n import _, join
 from labs.kube import established, node_ips, pod_exec, pod_manifest, run_pod, test_image
 from labs.lab import Lab
 from labs.registry import Evidence, check
@@ -9,25 +10,26 @@ EXEC_SECONDS = 15  # how long the exec keeps its stream (and the API server's co
 
 
 @check(
-    "C21", "The control plane reaches a node through the kubelet's authenticated HTTPS endpoint",
-    claim="The control plane reaches a node through the kubelet's own HTTPS endpoint, which requires authentication.",
+    "C21", _("The control plane reaches a node through the kubelet's authenticated HTTPS endpoint"),
+    claim=_("The control plane reaches a node through the kubelet's own HTTPS endpoint, which requires "
+            "authentication."),
     texts=["004"],
     see=["kubectl logs <pod>; kubectl exec <pod> -- cat /etc/hostname",
          "ssh cp1 curl -sk https://@ip.w1@:10250/pods          # Unauthorized",
          "kubectl exec <pod on w1> -- sleep 30 &  ssh w1 ss -tnp state established '( sport = :10250 )'"],
-    does="Reads a pod's logs and runs a command in it through the API server. Calls the kubelet's port on every "
-         "node, control plane included, without credentials (401) and with the API server's kubelet-client "
-         "certificate (200). During a "
-         f"{EXEC_SECONDS}s exec, lists the connections to the kubelet port on the pod's node: a new one comes from a "
-         "control-plane node (the API server relaying the exec).",
+    does=_("Reads a pod's logs and runs a command in it through the API server. Calls the kubelet's port on every "
+           "node, control plane included, without credentials (401) and with the API server's kubelet-client "
+           "certificate (200). During a {exec_seconds}s exec, lists the connections to the kubelet port on the pod's "
+           "node: a new one comes from a control-plane node (the API server relaying the "
+           "exec).").format(exec_seconds=EXEC_SECONDS),
     hints=[
-        "*w1's kubelet: anonymous GET https://…:10250/pods -> 200 (want 401), …*: anonymous authentication is on in "
-         "that kubelet's config and its authorization mode is `AlwaysAllow`. With *-> 403* instead: anonymous "
-         "requests are let in (and then refused by the webhook): `authentication.anonymous.enabled` is true.",
-        "*… with the kubelet-client certificate -> 403 (want 200)*: the ClusterRoleBinding for "
-         "`kube-apiserver-kubelet-client` is missing (`roles/kubelet_rbac`); `kubectl logs` and `exec` fail the same "
-         "way. *-> 000* on both: that kubelet does not answer (stopped, or its port unreachable from cp1).",
-        "*timed out … a new connection*: the exec did not reach the kubelet (its error is printed by the thread).",
+        _("*w1's kubelet: anonymous GET https://…:10250/pods -> 200 (want 401), …*: anonymous authentication is on in "
+          "that kubelet's config and its authorization mode is `AlwaysAllow`. With *-> 403* instead: anonymous "
+          "requests are let in (and then refused by the webhook): `authentication.anonymous.enabled` is true."),
+        _("*… with the kubelet-client certificate -> 403 (want 200)*: the ClusterRoleBinding for "
+          "`kube-apiserver-kubelet-client` is missing (`roles/kubelet_rbac`); `kubectl logs` and `exec` fail the same "
+          "way. *-> 000* on both: that kubelet does not answer (stopped, or its port unreachable from cp1)."),
+        _("*timed out … a new connection*: the exec did not reach the kubelet (its error is printed by the thread)."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -37,10 +39,14 @@ def run(lab: Lab, ev: Evidence) -> None:
         pod = run_pod(lab, ns, pod_manifest("target", test_image()))
         node = pod.spec.node_name
         port = lab.core.read_node(node).status.daemon_endpoints.kubelet_endpoint.port
-        logs = wait_for(lambda: lab.core.read_namespaced_pod_log("target", ns), 30, "the pod's first log line")
-        ev.expect("listening" in logs, f"logs through the API: {logs.strip().splitlines()[0]}", f"logs: {logs!r}")
+        logs = wait_for(lambda: lab.core.read_namespaced_pod_log("target", ns), 30, _("the pod's first log line"))
+        ev.expect("listening" in logs,
+                  _("logs through the API: {line}").format(line=logs.strip().splitlines()[0]),
+                  _("logs: {logs!r}").format(logs=logs))
         out = pod_exec(lab, ns, "target", ["cat", "/etc/hostname"]).strip()
-        ev.expect(out == "target", f"exec through the API: cat /etc/hostname -> {out}", f"exec answered {out!r}")
+        ev.expect(out == "target",
+                  _("exec through the API: cat /etc/hostname -> {out}").format(out=out),
+                  _("exec answered {out!r}").format(out=out))
 
         cp, pki = lab.control_plane[0], lab.path("pki_dir")
         for other in lab.nodes:
@@ -51,10 +57,10 @@ def run(lab: Lab, ev: Evidence) -> None:
                               f"--cert {pki}/apiserver-kubelet-client.crt --key {pki}/apiserver-kubelet-client.key "
                               f"{url}", check=False)
             ev.expect(anon == "401" and auth == "200",
-                      f"{other}'s kubelet: anonymous GET {url} -> {anon}; with the API server's kubelet-client "
-                      f"certificate -> {auth}",
-                      f"{other}'s kubelet: anonymous GET {url} -> {anon} (want 401), with the kubelet-client "
-                      f"certificate -> {auth} (want 200)")
+                      _("{other}'s kubelet: anonymous GET {url} -> {anon}; with the API server's kubelet-client "
+                        "certificate -> {auth}").format(other=other, url=url, anon=anon, auth=auth),
+                      _("{other}'s kubelet: anonymous GET {url} -> {anon} (want 401), with the kubelet-client "
+                        "certificate -> {auth} (want 200)").format(other=other, url=url, anon=anon, auth=auth))
 
         def from_control_plane() -> set[tuple[str, str]]:
             return {(c.peer, control[c.peer_ip]) for c in established(lab, node, f"'( sport = :{port} )'")
@@ -64,9 +70,9 @@ def run(lab: Lab, ev: Evidence) -> None:
         thread = threading.Thread(target=pod_exec, args=(lab, ns, "target", ["sleep", str(EXEC_SECONDS)]), daemon=True)
         thread.start()
         new = wait_for(lambda: from_control_plane() - before, EXEC_SECONDS,
-                       f"a new connection to {node}:{port} from a control-plane node")
+                       _("a new connection to {node}:{port} from a control-plane node").format(node=node, port=port))
         thread.join(EXEC_SECONDS + 30)
-        ev.add(f"before the exec, {node}:{port} had connections from: "
-               + (", ".join(f"{p} ({n})" for p, n in sorted(before)) or "none"))
-        ev.expect(bool(new), "during the exec, a new connection from "
-                  + ", ".join(f"{p} ({n}, its API server)" for p, n in sorted(new)))
+        ev.add(_("before the exec, {node}:{port} had connections from: {peers}").format(
+            node=node, port=port, peers=", ".join(f"{p} ({n})" for p, n in sorted(before)) or _("none")))
+        ev.expect(bool(new), _("during the exec, a new connection from {peers}").format(peers=join(", ", (
+            _("{peer} ({node}, its API server)").format(peer=p, node=n) for p, n in sorted(new)))))

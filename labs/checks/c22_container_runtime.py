@@ -1,27 +1,29 @@
 import json
 
+from labs.i18n import _
 from labs.kube import crictl_container, pod_manifest, run_pod, test_image
 from labs.lab import Lab
 from labs.registry import Evidence, check
 
 
 @check(
-    "C22", "The container runtime holds the images and runs the containers for the kubelet",
-    claim="The container runtime (containerd, CRI-O, … through CRI) pulls images and runs containers for the kubelet.",
+    "C22", _("The container runtime holds the images and runs the containers for the kubelet"),
+    claim=_("The container runtime (containerd, CRI-O, … through CRI) pulls images and runs containers for the "
+            "kubelet."),
     texts=["000", "001", "004"],
     see=["kubectl get nodes -o wide                     # CONTAINER-RUNTIME containerd://…",
          "ssh w1 ctr -n k8s.io images ls | grep echo; ssh w1 crictl images",
          "ssh w1 crictl ps --label io.kubernetes.pod.name=<pod>; ssh w1 crictl pods --name <pod>"],
-    does="Starts a pod, then on its node: the image is in containerd's k8s.io namespace (ctr) and known over CRI "
-         "(crictl images, same id as the pod's imageID); crictl lists the pod's sandbox and its container with the "
-         "id the pod status reports; the Node reports containerd as its runtime.",
+    does=_("Starts a pod, then on its node: the image is in containerd's k8s.io namespace (ctr) and known over CRI "
+           "(crictl images, same id as the pod's imageID); crictl lists the pod's sandbox and its container with the "
+           "id the pod status reports; the Node reports containerd as its runtime."),
     hints=[
-        "*reports the runtime …* other than containerd: the kubelet talks to another CRI runtime.",
-        "*… not in containerd* while the pod runs: the kubelet's `containerRuntimeEndpoint` points to another "
-         "runtime, or the image was removed from containerd after the container started (`ctr -n k8s.io images rm`, "
-         "`crictl rmi`): a running container does not need its image any more, the next one on that node would.",
-        "*crictl image … vs pod imageID …*: the image was imported again with different content after the pod "
-         "started.",
+        _("*reports the runtime …* other than containerd: the kubelet talks to another CRI runtime."),
+        _("*… not in containerd* while the pod runs: the kubelet's `containerRuntimeEndpoint` points to another "
+          "runtime, or the image was removed from containerd after the container started (`ctr -n k8s.io images rm`, "
+          "`crictl rmi`): a running container does not need its image any more, the next one on that node would."),
+        _("*crictl image … vs pod imageID …*: the image was imported again with different content after the pod "
+          "started."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
@@ -30,19 +32,26 @@ def run(lab: Lab, ev: Evidence) -> None:
         pod = run_pod(lab, ns, pod_manifest("runtime", image))
         node, status = pod.spec.node_name, pod.status.container_statuses[0]
         runtime = lab.core.read_node(node).status.node_info.container_runtime_version
-        ev.expect(runtime.startswith("containerd://"), f"{node} reports its runtime: {runtime}",
-                  f"{node} reports the runtime {runtime}")
+        ev.expect(runtime.startswith("containerd://"),
+                  _("{node} reports its runtime: {runtime}").format(node=node, runtime=runtime),
+                  _("{node} reports the runtime {runtime}").format(node=node, runtime=runtime))
         refs = lab.sh(node, "ctr -n k8s.io images ls -q").split()
-        ev.expect(image in refs, f"{node}: ctr -n k8s.io images ls has {image}", f"{node}: {image} not in containerd")
+        ev.expect(image in refs,
+                  _("{node}: ctr -n k8s.io images ls has {image}").format(node=node, image=image),
+                  _("{node}: {image} not in containerd").format(node=node, image=image))
         images = json.loads(lab.sh(node, "crictl images -o json"))["images"]
         match = [i for i in images if image in (i.get("repoTags") or [])]
         ev.expect(bool(match) and match[0]["id"] in status.image_id,
-                  f"{node}: crictl images: {image} {match[0]['id'][:19] if match else ''}… = the pod's imageID",
-                  f"{node}: crictl image {match and match[0]['id']} vs pod imageID {status.image_id}")
+                  _("{node}: crictl images: {image} {id}… = the pod's imageID").format(
+                      node=node, image=image, id=match[0]["id"][:19] if match else ""),
+                  _("{node}: crictl image {id} vs pod imageID {image_id}").format(
+                      node=node, id=match and match[0]["id"], image_id=status.image_id))
         sandbox = lab.sh(node, f"crictl pods -q --name '^runtime$' --namespace {ns}")
         cid = crictl_container(lab, node, ns, "runtime")
-        state = json.loads(lab.sh(node, f"crictl inspect {cid}"))["status"]["state"] if cid else "none"
+        state = json.loads(lab.sh(node, f"crictl inspect {cid}"))["status"]["state"] if cid else _("none")
         ev.expect(bool(sandbox) and bool(cid) and status.container_id.split("://")[-1].startswith(cid),
-                  f"{node}: crictl: sandbox {sandbox[:13]}, container {cid[:13]} {state} = the pod's "
-                  f"containerID {status.container_id[:26]}…",
-                  f"{node}: crictl sandbox {sandbox!r}, container {cid!r}; pod says {status.container_id}")
+                  _("{node}: crictl: sandbox {sandbox}, container {cid} {state} = the pod's containerID "
+                    "{container_id}…").format(node=node, sandbox=sandbox[:13], cid=cid[:13], state=state,
+                                               container_id=status.container_id[:26]),
+                  _("{node}: crictl sandbox {sandbox!r}, container {cid!r}; pod says {container_id}").format(
+                      node=node, sandbox=sandbox, cid=cid, container_id=status.container_id))

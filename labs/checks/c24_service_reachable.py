@@ -1,5 +1,6 @@
 from collections import Counter
 
+from labs.i18n import _
 from labs.kube import (
     ECHO_ANSWER,
     pod_exec,
@@ -22,30 +23,32 @@ def answers(text: str) -> Counter:
 
 
 @check(
-    "C24", "A Service is one stable address, reachable from every node and pod, spread over its endpoints",
-    claim="Services make pods reachable at one stable address, from any node and any pod, spread over the endpoints.",
+    "C24", _("A Service is one stable address, reachable from every node and pod, spread over its endpoints"),
+    claim=_("Services make pods reachable at one stable address, from any node and any pod, spread over the "
+            "endpoints."),
     texts=["001", "004"],
     see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=4 --port=8080",
          "kubectl expose deployment web --port=80 --target-port=8080; kubectl get endpointslices",
          "ssh cp1 'for i in $(seq 10); do curl -s http://<CLUSTER-IP>/; done'",
          "kubectl run c --image=localhost/k8s-arch-lab/echo:1.1.0",
          "kubectl exec c -- echo-server get http://<CLUSTER-IP>/"],
-    does=f"Runs a Deployment of the echo server spread over the workers and a Service in front of it; sends "
-         f"{REQUESTS} requests to the ClusterIP from every node (curl) and from a pod on a worker (exec of the "
-         "image's HTTP client, `echo-server get`): every client gets its answers, and they come from more than one "
-         "backend pod, including pods on other nodes.",
+    does=_("Runs a Deployment of the echo server spread over the workers and a Service in front of it; sends "
+           "{requests} requests to the ClusterIP from every node (curl) and from a pod on a worker (exec of the "
+           "image's HTTP client, `echo-server get`): every client gets its answers, and they come from more than one "
+           "backend pod, including pods on other nodes.").format(requests=REQUESTS),
     hints=[
-        "*timed out … 12 answers from … on cp1*: that machine lacks the Service's rules (C23: kube-proxy) or cannot "
-         "reach the backends' node (C26: pod network).",
-        "*pod client@w1: … 0 of them on other nodes* or fewer than 12 answers: traffic between pods on different "
-         "workers is broken (routes to the other pod ranges, `pod-network.service`).",
-        "*only [...] answered*: the Service has a single ready endpoint (`kubectl get endpointslices`).",
+        _("*timed out … 12 answers from … on cp1*: that machine lacks the Service's rules (C23: kube-proxy) or cannot "
+          "reach the backends' node (C26: pod network)."),
+        _("*pod client@w1: … 0 of them on other nodes* or fewer than 12 answers: traffic between pods on different "
+          "workers is broken (routes to the other pod ranges, `pod-network.service`)."),
+        _("*only [...] answered*: the Service has a single ready endpoint (`kubectl get endpointslices`)."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C24") as ns:
         backends = run_deployment(lab, ns, "web", 2 * len(lab.workers), spread=True)
-        ev.add("backends: " + ", ".join(f"{p.metadata.name}@{p.spec.node_name} ({p.status.pod_ip})" for p in backends))
+        ev.add(_("backends: {pods}").format(
+            pods=", ".join(f"{p.metadata.name}@{p.spec.node_name} ({p.status.pod_ip})" for p in backends)))
         ip = lab.core.create_namespaced_service(ns, {"metadata": {"name": "web"}, "spec": {
             "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}).spec.cluster_ip
         sync = proxy_sync_period(proxy_config(lab, lab.nodes[0]))
@@ -57,10 +60,12 @@ def run(lab: Lab, ev: Evidence) -> None:
 
         seen: Counter = Counter()
         for node in lab.nodes:
-            got = wait_for(lambda n=node: from_node(n), sync, f"{REQUESTS} answers from {ip} on {node}")
+            got = wait_for(lambda n=node: from_node(n), sync,
+                           _("{count} answers from {ip} on {node}").format(count=REQUESTS, ip=ip, node=node))
             seen += got
-            ev.expect(True, f"{node}: curl http://{ip}/ x{REQUESTS}: answered by {len(got)} pods: "
-                      + ", ".join(f"{k} x{v}" for k, v in got.most_common()))
+            ev.expect(True, _("{node}: curl http://{ip}/ x{requests}: answered by {count} pods: {answers}").format(
+                node=node, ip=ip, requests=REQUESTS, count=len(got),
+                answers=", ".join(f"{k} x{v}" for k, v in got.most_common())))
         client = run_pod(lab, ns, pod_manifest("client", test_image(), nodeName=lab.workers[0]))
         out = pod_exec(lab, ns, "client", ["sh", "-c", f"i=0; while [ $i -lt {REQUESTS} ]; do i=$((i+1)); "
                                                         f"echo-server get http://{ip}/ 2; done"])
@@ -68,8 +73,12 @@ def run(lab: Lab, ev: Evidence) -> None:
         seen += got
         others = [k for k in got if not k.endswith(f"@{client.spec.node_name}")]
         ev.expect(sum(got.values()) == REQUESTS and others,
-                  f"pod client@{client.spec.node_name}: get x{REQUESTS}: answered by {len(got)} pods, "
-                  f"{len(others)} of them on other nodes: " + ", ".join(f"{k} x{v}" for k, v in got.most_common()),
-                  f"pod client@{client.spec.node_name}: {sum(got.values())} answers, from {dict(got)}")
-        ev.expect(len(seen) > 1, f"over all clients: {len(seen)} different backend pods answered",
-                  f"only {list(seen)} answered")
+                  _("pod client@{node}: get x{requests}: answered by {count} pods, {others} of them on other nodes: "
+                    "{answers}").format(node=client.spec.node_name, requests=REQUESTS, count=len(got),
+                                        others=len(others),
+                                        answers=", ".join(f"{k} x{v}" for k, v in got.most_common())),
+                  _("pod client@{node}: {count} answers, from {answers}").format(
+                      node=client.spec.node_name, count=sum(got.values()), answers=dict(got)))
+        ev.expect(len(seen) > 1,
+                  _("over all clients: {count} different backend pods answered").format(count=len(seen)),
+                  _("only {pods} answered").format(pods=list(seen)))

@@ -1,44 +1,46 @@
 import ipaddress
 import itertools
 
+from labs.i18n import _
 from labs.kube import echo_env, node_ips, pod_exec, pod_manifest, run_pod, test_image
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 
 
 @check(
-    "C26", "Each node owns a pod range; pods reach each other across nodes directly",
-    claim="Pods reach each other across nodes directly, each node owning a pod address range.",
+    "C26", _("Each node owns a pod range; pods reach each other across nodes directly"),
+    claim=_("Pods reach each other across nodes directly, each node owning a pod address range."),
     texts=["001", "004"],
     see=["kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDR:.spec.podCIDR",
          "kubectl get pods -A -o wide                       # each pod IP inside its node's range",
          "ssh w1 ip route get <pod IP on w2>                # via w2's address",
          "kubectl exec <pod on w1> -- echo-server get http://<pod IP on w2>:8080/; kubectl logs <pod on w2>"],
-    does="Checks that every Node has its own spec.podCIDR, none overlapping, and that every pod-network pod's IP "
-         "lies in its node's range. Runs one pod per worker; each one fetches the other's page by pod IP: the "
-         "answer names the other pod and node, the server logs the caller's own pod IP (no address translation), "
-         "and the node routes the other range via the other node.",
+    does=_("Checks that every Node has its own spec.podCIDR, none overlapping, and that every pod-network pod's IP "
+           "lies in its node's range. Runs one pod per worker; each one fetches the other's page by pod IP: the "
+           "answer names the other pod and node, the server logs the caller's own pod IP (no address translation), "
+           "and the node routes the other range via the other node."),
     hints=[
-        "*nodes without a pod range* / *overlapping ranges*: the kubelet role did not set `podCIDR`, or two nodes "
-         "were given the same range.",
-        "*pods outside their node's range*: the CNI configuration on that node uses another subnet than its Node says "
-         "(`@paths.cni_conf_dir@/`).",
-        "*exec echo-server get … : …* (no answer): the route to the other range is missing (`ip route` on the worker, "
-         "`systemctl status pod-network`) or forwarding is off (`sysctl net.ipv4.ip_forward`).",
-        "*logged …, not the caller's pod IP*: traffic between pods is masqueraded (a too wide MASQUERADE rule).",
-        "*does not route … via …*: the route goes elsewhere (a default route, an overlay): the check's picture of "
-         "direct routing does not hold.",
+        _("*nodes without a pod range* / *overlapping ranges*: the kubelet role did not set `podCIDR`, or two nodes "
+          "were given the same range."),
+        _("*pods outside their node's range*: the CNI configuration on that node uses another subnet than its Node "
+          "says (`@paths.cni_conf_dir@/`)."),
+        _("*exec echo-server get … : …* (no answer): the route to the other range is missing (`ip route` on the "
+          "worker, `systemctl status pod-network`) or forwarding is off (`sysctl net.ipv4.ip_forward`)."),
+        _("*logged …, not the caller's pod IP*: traffic between pods is masqueraded (a too wide MASQUERADE rule)."),
+        _("*does not route … via …*: the route goes elsewhere (a default route, an overlay): the check's picture of "
+          "direct routing does not hold."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     if len(lab.workers) < 2:
-        raise CheckSkipped("needs two workers to cross nodes (settings.yml: the profile's number of workers)")
+        raise CheckSkipped(_("needs two workers to cross nodes (settings.yml: the profile's number of workers)"))
     cidrs = {n.metadata.name: ipaddress.ip_network(n.spec.pod_cidr) for n in lab.core.list_node().items
              if n.spec.pod_cidr}
-    ev.expect(set(cidrs) == set(lab.nodes), "pod ranges: " + ", ".join(f"{n} {c}" for n, c in sorted(cidrs.items())),
-              f"nodes without a pod range: {sorted(set(lab.nodes) - set(cidrs))}")
+    ev.expect(set(cidrs) == set(lab.nodes),
+              _("pod ranges: {ranges}").format(ranges=", ".join(f"{n} {c}" for n, c in sorted(cidrs.items()))),
+              _("nodes without a pod range: {nodes}").format(nodes=sorted(set(lab.nodes) - set(cidrs))))
     overlaps = [(a, b) for a, b in itertools.combinations(cidrs, 2) if cidrs[a].overlaps(cidrs[b])]
-    ev.expect(not overlaps, "no two ranges overlap", f"overlapping ranges: {overlaps}")
+    ev.expect(not overlaps, _("no two ranges overlap"), _("overlapping ranges: {overlaps}").format(overlaps=overlaps))
 
     first, second = lab.workers[:2]
     ips = node_ips(lab)
@@ -49,18 +51,25 @@ def run(lab: Lab, ev: Evidence) -> None:
                       if p.status.pod_ip and not p.spec.host_network and p.spec.node_name in cidrs]
         outside = [f"{p.metadata.name}@{p.spec.node_name} {p.status.pod_ip}" for p in everywhere
                    if ipaddress.ip_address(p.status.pod_ip) not in cidrs[p.spec.node_name]]
-        ev.expect(not outside, f"all {len(everywhere)} pod-network pods have an IP in their node's range "
-                  f"(here: {', '.join(f'{w} {p.status.pod_ip}' for w, p in pods.items())})",
-                  f"pods outside their node's range: {outside}")
+        ev.expect(not outside,
+                  _("all {count} pod-network pods have an IP in their node's range (here: {here})").format(
+                      count=len(everywhere), here=", ".join(f"{w} {p.status.pod_ip}" for w, p in pods.items())),
+                  _("pods outside their node's range: {outside}").format(outside=outside))
         for src, dst in ((first, second), (second, first)):
             target = pods[dst].status.pod_ip
             answer = pod_exec(lab, ns, f"on-{src}", ["echo-server", "get", f"http://{target}:8080/", "5"]).strip()
-            ev.expect(f"pod=on-{dst} node={dst}" in answer, f"on-{src} ({src}) -> http://{target}:8080/: {answer}",
-                      f"on-{src} -> {target}: {answer!r}")
+            ev.expect(f"pod=on-{dst} node={dst}" in answer,
+                      _("on-{src} ({src}) -> http://{target}:8080/: {answer}").format(
+                          src=src, target=target, answer=answer),
+                      _("on-{src} -> {target}: {answer!r}").format(src=src, target=target, answer=answer))
             logged = lab.core.read_namespaced_pod_log(f"on-{dst}", ns).strip().splitlines()[-1]
             caller = pods[src].status.pod_ip
-            ev.expect(f"from {caller}:" in logged, f"on-{dst} logged the caller's pod IP: {logged}",
-                      f"on-{dst} logged {logged!r}, not the caller's pod IP {caller}")
+            ev.expect(f"from {caller}:" in logged,
+                      _("on-{dst} logged the caller's pod IP: {logged}").format(dst=dst, logged=logged),
+                      _("on-{dst} logged {logged!r}, not the caller's pod IP {caller}").format(
+                          dst=dst, logged=logged, caller=caller))
             route = lab.sh(src, f"ip route get {target}").splitlines()[0].strip()
-            ev.expect(f"via {ips[dst]} " in route, f"{src}: ip route get {target} -> {route}",
-                      f"{src} does not route {target} via {dst} ({ips[dst]}): {route}")
+            ev.expect(f"via {ips[dst]} " in route,
+                      _("{src}: ip route get {target} -> {route}").format(src=src, target=target, route=route),
+                      _("{src} does not route {target} via {dst} ({ip}): {route}").format(
+                          src=src, target=target, dst=dst, ip=ips[dst], route=route))

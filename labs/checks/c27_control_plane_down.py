@@ -2,6 +2,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from labs.i18n import _
 from labs.kube import pod_manifest, test_image
 from labs.lab import Lab
 from labs.nodefacts import parse_journal_json
@@ -13,40 +14,39 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver"]
 
 
 @check(
-    "C27", "Without the control plane nothing can be managed, but workloads keep running",
-    claim="Without the control plane the cluster cannot be managed, but pods on the workers keep running and the "
-          "kubelets keep trying to reconnect; when it returns, everything resumes.",
+    "C27", _("Without the control plane nothing can be managed, but workloads keep running"),
+    claim=_("Without the control plane the cluster cannot be managed, but pods on the workers keep running and the "
+            "kubelets keep trying to reconnect; when it returns, everything resumes."),
     texts=["004"],
     see=["ssh cp1 systemctl stop kube-scheduler kube-controller-manager kube-apiserver etcd",
          "kubectl get nodes   # no answer", "curl http://<pod-ip>:8080/   # from a worker: answers",
          "ssh w1 journalctl -u kubelet --since -1min | grep @api@"],
-    does="Runs a pod, stops every control-plane unit on every control-plane node (and etcd on its members), sees "
-         "the API not answer and the "
-         "pod answer from a worker; then waits (at most twice the kubelet's node status update interval, plus "
-         "10 s) for lines in that worker's kubelet journal, written after the stop, that name the API server "
-         "address from the kubelet's kubeconfig: its attempts to reconnect. Restores the units, waits for every "
-         "node Ready and schedules a new pod.",
+    does=_("Runs a pod, stops every control-plane unit on every control-plane node (and etcd on its members), sees "
+           "the API not answer and the pod answer from a worker; then waits (at most twice the kubelet's node status "
+           "update interval, plus 10 s) for lines in that worker's kubelet journal, written after the stop, that name "
+           "the API server address from the kubelet's kubeconfig: its attempts to reconnect. Restores the units, "
+           "waits for every node Ready and schedules a new pod."),
     hints=[
-        "*the API still answers writes*: the write succeeded — some control-plane unit did not stop (`ssh cp1 pgrep "
-         "-a kube-apiserver`), or the kubeconfig reaches an API server outside the inventory's control plane.",
-        "*the pod did not answer: ''*: the pod network between the two workers is broken (claim C26; check with the "
-         "control plane up), or the pod died.",
-        "*timed out … waiting for kubelet lines on w1 naming @api@ after the stop*: the kubelet logged nothing about "
-         "its API server (`journalctl -u kubelet --since -2min` shows what it says), or the worker's journal is not "
-         "kept.",
-        "*timed out after 180s waiting for all nodes Ready (…)*, or *… for every component's unit to be active "
-         "again*: the control plane did not come back — etcd members waiting for a missing peer (`ssh cp2 journalctl "
-         "-u etcd`), or kube-apiserver failing to start (`journalctl -u kube-apiserver`).",
-        "*timed out after 90s waiting for the new pod to schedule*: kube-scheduler did not come back or did not "
-         "become leader.",
+        _("*the API still answers writes*: the write succeeded — some control-plane unit did not stop (`ssh cp1 pgrep "
+          "-a kube-apiserver`), or the kubeconfig reaches an API server outside the inventory's control plane."),
+        _("*the pod did not answer: ''*: the pod network between the two workers is broken (claim C26; check with the "
+          "control plane up), or the pod died."),
+        _("*timed out … waiting for kubelet lines on w1 naming @api@ after the stop*: the kubelet logged nothing "
+          "about its API server (`journalctl -u kubelet --since -2min` shows what it says), or the worker's journal "
+          "is not kept."),
+        _("*timed out after 180s waiting for all nodes Ready (…)*, or *… for every component's unit to be active "
+          "again*: the control plane did not come back — etcd members waiting for a missing peer (`ssh cp2 journalctl "
+          "-u etcd`), or kube-apiserver failing to start (`journalctl -u kube-apiserver`)."),
+        _("*timed out after 90s waiting for the new pod to schedule*: kube-scheduler did not come back or did not "
+          "become leader."),
     ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C27") as ns:
         lab.core.create_namespaced_pod(ns, pod_manifest("survivor", test_image()))
-        pod = wait_for(lambda: (p := lab.core.read_namespaced_pod("survivor", ns)).status.phase == "Running" and p,
-                       90, "the pod to run")
+        pod = wait_for(lambda: (p := lab.core.read_namespaced_pod("survivor", ns)).status.phase == "Running" and p, 90,
+                       _("the pod to run"))
         worker = next((w for w in lab.workers if w != pod.spec.node_name), pod.spec.node_name)
         kubeconfig = yaml.safe_load(lab.sh(worker, f"cat {lab.unit_arg(worker, 'kubelet', 'kubeconfig')}"))
         server = urlsplit(kubeconfig["clusters"][0]["cluster"]["server"])
@@ -57,21 +57,28 @@ def run(lab: Lab, ev: Evidence) -> None:
         lab.stop_units(lab.control_plane, UNITS, ev)
         lab.stop_units(lab.etcd_members, ["etcd"], ev)
         error = lab.api_writes(ns, "nobody-home", timeout=5)
-        ev.expect(error is not None, f"the API does not answer: {error}", "the API still answers writes")
+        ev.expect(error is not None,
+                  _("the API does not answer: {error}").format(error=error),
+                  _("the API still answers writes"))
         answer = lab.sh(worker, f"curl -sS -m 5 http://{pod.status.pod_ip}:8080/", check=False)
-        ev.expect(answer.startswith("pod=survivor"), f"the pod still answers from {worker}: {answer}",
-                  f"the pod did not answer: {answer!r}")
+        ev.expect(answer.startswith("pod=survivor"),
+                  _("the pod still answers from {worker}: {answer}").format(worker=worker, answer=answer),
+                  _("the pod did not answer: {answer!r}").format(answer=answer))
 
         def attempts():
             journal = lab.sh(worker, f"journalctl -u kubelet --since @{since} -o json --no-pager", check=False)
             return [line for line in parse_journal_json(journal) if address in line.text]
 
-        lines = wait_for(attempts, 2 * update + 10, f"kubelet lines on {worker} naming {address} after the stop", 1)
-        ev.expect(True, f"{worker}'s kubelet, after the stop, tried {address} ({len(lines)} lines), e.g. "
-                  f"{lines[-1].when:%H:%M:%S} {lines[-1].text[:160]}")
+        lines = wait_for(attempts, 2 * update + 10,
+                         _("kubelet lines on {worker} naming {address} after the stop").format(
+                             worker=worker, address=address), 1)
+        ev.expect(True,
+                  _("{worker}'s kubelet, after the stop, tried {address} ({count} lines), e.g. {when:%H:%M:%S} "
+                    "{text}").format(worker=worker, address=address, count=len(lines), when=lines[-1].when,
+                                     text=lines[-1].text[:160]))
         lab.start_units(lab.etcd_members, ["etcd"], ev)
         lab.start_units(lab.control_plane, UNITS, ev)
         lab.wait_healthy(timeout=180, ev=ev)
         lab.core.create_namespaced_pod(ns, pod_manifest("newcomer", test_image()))
-        wait_for(lambda: lab.core.read_namespaced_pod("newcomer", ns).spec.node_name, 90, "the new pod to schedule")
-        ev.expect(True, "control plane back: a new pod is scheduled")
+        wait_for(lambda: lab.core.read_namespaced_pod("newcomer", ns).spec.node_name, 90, _("the new pod to schedule"))
+        ev.expect(True, _("control plane back: a new pod is scheduled"))

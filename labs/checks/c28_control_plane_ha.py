@@ -1,3 +1,4 @@
+from labs.i18n import _
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.timing import wait_for
@@ -6,42 +7,44 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", 
 
 
 @check(
-    "C28", "The control plane can be spread over several nodes for availability",
-    claim="The control plane can be spread over several nodes for availability.",
+    "C28", _("The control plane can be spread over several nodes for availability"),
+    claim=_("The control plane can be spread over several nodes for availability."),
     texts=["004"],
     see=["kubectl config view --minify | grep server   # the shared API address", "ssh cp1 ip -4 addr | grep <vip>",
          "ssh cp1 systemctl stop kube-apiserver etcd haproxy keepalived", "kubectl create configmap x  # still works"],
-    does="With several control-plane nodes: takes the one holding the shared API address out (all its control-plane "
-         "units and its load balancer), then reads and writes through the same address. Skipped with one "
-         "control-plane node.",
+    does=_("With several control-plane nodes: takes the one holding the shared API address out (all its control-plane "
+           "units and its load balancer), then reads and writes through the same address. Skipped with one "
+           "control-plane node."),
     hints=[
-        "*timed out after 60s waiting for a write through `https://@api@` with cp1 down*: the address did not move "
-         "(keepalived on cp2/cp3 stopped, or VRRP between the nodes blocked: `ssh cp2 journalctl -u keepalived`), or "
-         "it moved but no API server behind it is ready — the other API servers are down (`ssh cp2 systemctl status "
-         "kube-apiserver`), or etcd lost its quorum because another member was already down.",
-        "*the API address moved to ?* (evidence, not a failure): no other control-plane node holds the kubeconfig's "
-         "address — usually because that address is not the shared one at all (a kubeconfig naming one node's API "
-         "server directly, as on a single-node cluster), so the check could not tell which node to take out and took "
-         "cp1.",
-        "The check ends in *error* with *cluster not healthy after the check*: cp1's units did not come back (etcd "
-         "rejoining: `ssh cp1 journalctl -u etcd`).",
+        _("*timed out after 60s waiting for a write through `https://@api@` with cp1 down*: the address did not move "
+          "(keepalived on cp2/cp3 stopped, or VRRP between the nodes blocked: `ssh cp2 journalctl -u keepalived`), or "
+          "it moved but no API server behind it is ready — the other API servers are down (`ssh cp2 systemctl status "
+          "kube-apiserver`), or etcd lost its quorum because another member was already down."),
+        _("*the API address moved to ?* (evidence, not a failure): no other control-plane node holds the kubeconfig's "
+          "address — usually because that address is not the shared one at all (a kubeconfig naming one node's API "
+          "server directly, as on a single-node cluster), so the check could not tell which node to take out and took "
+          "cp1."),
+        _("The check ends in *error* with *cluster not healthy after the check*: cp1's units did not come back (etcd "
+          "rejoining: `ssh cp1 journalctl -u etcd`)."),
     ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
     cps = lab.control_plane
     if len(cps) < 2:
-        raise CheckSkipped(f"the cluster has {len(cps)} control-plane node; the claim needs several: bring the lab "
-                           "up with PROFILE=ha (settings.yml: profile: ha)")
+        raise CheckSkipped(_("the cluster has {count} control-plane node; the claim needs several: bring the lab up "
+                             "with PROFILE=ha (settings.yml: profile: ha)").format(count=len(cps)))
     vip = lab.server.split("//")[1].rsplit(":", 1)[0]
     holder = next((n for n in cps if vip in lab.sh(n, "ip -4 -o addr show", check=False)), cps[0])
-    ev.add(f"the API address {lab.server} is held by {holder}")
+    ev.add(_("the API address {server} is held by {holder}").format(server=lab.server, holder=holder))
     units = [u for u in UNITS if u != "etcd" or holder in lab.etcd_members]  # etcd: where it is stacked
     with lab.namespace("C28") as ns:
         lab.stop_units([holder], units, ev)
         error = wait_for(lambda: lab.api_writes(ns, "still-writable") is None or None, 60,
-                         f"a write through {lab.server} with {holder} down", 2)
-        ev.expect(error is True, f"{holder} down: the API still answers through {lab.server} and the write succeeds")
+                         _("a write through {server} with {holder} down").format(server=lab.server, holder=holder), 2)
+        ev.expect(error is True,
+                  _("{holder} down: the API still answers through {server} and the write succeeds").format(
+                      holder=holder, server=lab.server))
         others = [n for n in cps if n != holder and vip in lab.sh(n, "ip -4 -o addr show", check=False)]
-        ev.add(f"the API address moved to {others[0] if others else '?'}")
+        ev.add(_("the API address moved to {node}").format(node=others[0] if others else "?"))
         lab.start_units([holder], units, ev)

@@ -1,3 +1,4 @@
+from labs.i18n import _, join
 from labs.kube import cordon, node_ready, run_deployment, wait_ready_pods
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
@@ -14,8 +15,8 @@ def pods(lab: Lab, ns: str) -> list:
 
 
 @check(
-    "C29", "When a node is lost, its workload is started again on other nodes",
-    claim="When a node becomes unavailable, the control plane moves its workload to other nodes.",
+    "C29", _("When a node is lost, its workload is started again on other nodes"),
+    claim=_("When a node becomes unavailable, the control plane moves its workload to other nodes."),
     texts=["004"],
     see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=2",
          "kubectl get pods -o wide   # note the node they run on, say w2",
@@ -24,27 +25,27 @@ def pods(lab: Lab, ns: str) -> list:
          "kubectl get pods -o wide -w   # after the pods' toleration (300 s by default): Terminating on w2, "
          "new ones on w1",
          "ssh w2 systemctl start kubelet   # w2 Ready again; the old pods disappear"],
-    does=f"Runs a Deployment of {REPLICAS} replicas, all on one worker (the other workers are cordoned while it "
-         f"starts), whose pods tolerate an unreachable or not-ready node for {TOLERATION} s (instead of the default "
-         "300 s). Stops that worker's kubelet: within the controller manager's --node-monitor-grace-period the node "
-         "is no longer Ready and carries the NoExecute taint; within the toleration the pods are evicted (marked for "
-         "deletion) and the Deployment's replacements run on other nodes. Starts the kubelet: the node is Ready "
-         "again and the evicted pods are gone.",
+    does=_("Runs a Deployment of {replicas} replicas, all on one worker (the other workers are cordoned while it "
+           "starts), whose pods tolerate an unreachable or not-ready node for {toleration} s (instead of the default "
+           "300 s). Stops that worker's kubelet: within the controller manager's --node-monitor-grace-period the node "
+           "is no longer Ready and carries the NoExecute taint; within the toleration the pods are evicted (marked "
+           "for deletion) and the Deployment's replacements run on other nodes. Starts the kubelet: the node is Ready "
+           "again and the evicted pods are gone.").format(replicas=REPLICAS, toleration=TOLERATION),
     hints=[
-        "*the replicas did not all start on w2*: a worker was not cordoned, or w2 refused the pods (taints, `kubectl "
-         "describe node w2`).",
-        "*timed out … waiting for w2 to be marked not Ready* or *… a NoExecute taint on w2*: see C14.",
-        "*timed out … waiting for the pods on w2 to be evicted*: the taint-eviction controller does not run (`ssh cp1 "
-         "systemctl cat kube-controller-manager | grep controllers`), or no controller manager leads.",
-        "*timed out … waiting for 2 ready pods app=web*: no replacements run — the ReplicaSet controller or the "
-         "scheduler does not act, or no other node accepts the pods (`kubectl get events`).",
+        _("*the replicas did not all start on w2*: a worker was not cordoned, or w2 refused the pods (taints, "
+          "`kubectl describe node w2`)."),
+        _("*timed out … waiting for w2 to be marked not Ready* or *… a NoExecute taint on w2*: see C14."),
+        _("*timed out … waiting for the pods on w2 to be evicted*: the taint-eviction controller does not run (`ssh "
+          "cp1 systemctl cat kube-controller-manager | grep controllers`), or no controller manager leads."),
+        _("*timed out … waiting for 2 ready pods app=web*: no replacements run — the ReplicaSet controller or the "
+          "scheduler does not act, or no other node accepts the pods (`kubectl get events`)."),
     ],
     disruptive=True,
 )
 def run(lab: Lab, ev: Evidence) -> None:
     if len(lab.workers) < 2:
-        raise CheckSkipped("needs two workers: one lost, one to take its workload (settings.yml: the profile's "
-                           "number of workers)")
+        raise CheckSkipped(_("needs two workers: one lost, one to take its workload (settings.yml: the profile's "
+                             "number of workers)"))
     worker, others = lab.workers[-1], lab.workers[:-1]
     grace = lab.node_monitor_grace()
     with lab.namespace("C29") as ns:
@@ -52,48 +53,59 @@ def run(lab: Lab, ev: Evidence) -> None:
             for node in others:
                 cordon(lab, node, not on)
 
-        RESTORER.push(f"uncordon {', '.join(others)}", lambda: schedulable(True))
+        RESTORER.push(_("uncordon {nodes}").format(nodes=", ".join(others)), lambda: schedulable(True))
         schedulable(False)
         # A grace period, so that an evicted pod stays Terminating while only its lost node's kubelet could end it.
         first = run_deployment(lab, ns, "web", REPLICAS, terminationGracePeriodSeconds=30,
                                tolerations=[{"key": key, "operator": "Exists", "effect": "NoExecute",
                                              "tolerationSeconds": TOLERATION} for key in NOEXECUTE])
         schedulable(True)
-        RESTORER.discard(f"uncordon {', '.join(others)}")
+        RESTORER.discard(_("uncordon {nodes}").format(nodes=", ".join(others)))
         placed = {p.metadata.name: p.spec.node_name for p in first}
-        ev.expect(set(placed.values()) == {worker}, f"{REPLICAS} replicas on {worker}: {', '.join(placed)}",
-                  f"the replicas did not all start on {worker}: {placed}")
+        ev.expect(set(placed.values()) == {worker},
+                  _("{replicas} replicas on {worker}: {placed}").format(
+                      replicas=REPLICAS, worker=worker, placed=", ".join(placed)),
+                  _("the replicas did not all start on {worker}: {placed}").format(worker=worker, placed=placed))
 
         lab.stop_units([worker], ["kubelet"], ev)
         status = wait_for(lambda: (s := node_ready(lab, worker)) != "True" and s, grace + 20,
-                          f"{worker} to be marked not Ready", 1)
+                          _("{worker} to be marked not Ready").format(worker=worker),
+                          1)
         taints = wait_for(lambda: [t.key for t in lab.core.read_node(worker).spec.taints or []
                                    if t.key in NOEXECUTE and t.effect == "NoExecute"], 30,
-                          f"a NoExecute taint on {worker}", 1)
-        ev.expect(True, f"{worker} lost: Ready={status}, tainted {', '.join(taints)}:NoExecute")
+                          _("a NoExecute taint on {worker}").format(worker=worker), 1)
+        ev.expect(True,
+                  _("{worker} lost: Ready={status}, tainted {taints}:NoExecute").format(
+                      worker=worker, status=status, taints=", ".join(taints)))
 
         def evicted() -> list | None:
             """The pods of the lost node once each is marked for deletion (Terminating) or already gone."""
             left = {p.metadata.name: p for p in pods(lab, ns) if p.metadata.name in placed}
             if any(not p.metadata.deletion_timestamp for p in left.values()):
                 return None
-            return [f"{name} ({'Terminating' if name in left else 'deleted'})" for name in sorted(placed)]
+            return [(_("{name} (Terminating)") if name in left else _("{name} (deleted)")).format(name=name)
+                    for name in sorted(placed)]
 
-        gone = wait_for(evicted, TOLERATION + 30, f"the pods on {worker} to be evicted after their {TOLERATION} s "
-                        "toleration", 1)
+        gone = wait_for(evicted, TOLERATION + 30,
+                        _("the pods on {worker} to be evicted after their {toleration} s toleration").format(
+                            worker=worker, toleration=TOLERATION), 1)
         events = lab.core.list_namespaced_event(ns, field_selector="reason=TaintManagerEviction").items
-        ev.expect(True, f"after the {TOLERATION} s toleration: {', '.join(gone)}; events: "
-                  + ("; ".join(sorted({f'{e.involved_object.name}: {e.message}' for e in events})) or "none yet"))
+        ev.expect(True, _("after the {toleration} s toleration: {pods}; events: {events}").format(
+            toleration=TOLERATION, pods=join(", ", gone),
+            events="; ".join(sorted({f"{e.involved_object.name}: {e.message}" for e in events})) or _("none yet")))
 
         # The evicted pods are Terminating or gone: the ready pods not marked for deletion are the replacements.
         new = wait_ready_pods(lab, ns, "web", REPLICAS, timeout=90)
         ev.expect(all(p.spec.node_name != worker for p in new),
-                  f"replacements running: {', '.join(f'{p.metadata.name}@{p.spec.node_name}' for p in new)}",
-                  f"a replacement runs on the lost node: {[(p.metadata.name, p.spec.node_name) for p in new]}")
+                  _("replacements running: {pods}").format(
+                      pods=", ".join(f"{p.metadata.name}@{p.spec.node_name}" for p in new)),
+                  _("a replacement runs on the lost node: {pods}").format(
+                      pods=[(p.metadata.name, p.spec.node_name) for p in new]))
 
         lab.start_units([worker], ["kubelet"], ev)
-        wait_for(lambda: node_ready(lab, worker) == "True", 90, f"{worker} Ready again", 1)
+        wait_for(lambda: node_ready(lab, worker) == "True", 90, _("{worker} Ready again").format(worker=worker), 1)
         left = wait_for(lambda: not any(p.metadata.name in placed for p in pods(lab, ns)) or None, 90,
-                        f"the evicted pods to disappear once {worker} is back", 1)
-        ev.expect(bool(left), f"kubelet started: {worker} Ready again, the evicted pods are gone; the Deployment "
-                  f"runs {REPLICAS} replicas elsewhere")
+                        _("the evicted pods to disappear once {worker} is back").format(worker=worker), 1)
+        ev.expect(bool(left),
+                  _("kubelet started: {worker} Ready again, the evicted pods are gone; the Deployment runs {replicas} "
+                    "replicas elsewhere").format(worker=worker, replicas=REPLICAS))

@@ -1,6 +1,7 @@
 import urllib.request
 from collections import Counter
 
+from labs.i18n import _
 from labs.kube import (
     ECHO_ANSWER,
     node_ips,
@@ -33,54 +34,59 @@ def ask(url: str) -> str:
 
 
 @check(
-    "C30", "kube-proxy makes pods reachable from inside and from outside the cluster",
-    claim="kube-proxy makes pods reachable over the network from inside and from outside the cluster.",
+    "C30", _("kube-proxy makes pods reachable from inside and from outside the cluster"),
+    claim=_("kube-proxy makes pods reachable over the network from inside and from outside the cluster."),
     texts=["001", "004"],
     see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=2 --port=8080",
          "kubectl expose deployment web --type=NodePort --port=80 --target-port=8080; kubectl get service web",
          "curl http://@ip.cp1@:<NODE-PORT>/; curl http://@ip.w1@:<NODE-PORT>/   # from this machine: any node",
          "ssh w1 iptables-save | grep <NODE-PORT>   # kube-proxy's rules for the node port",
          "kubectl run c --image=localhost/k8s-arch-lab/echo:1.1.0; kubectl exec c -- echo-server get http://web/"],
-    does=f"Runs a Deployment of the echo server and a NodePort Service in front of it. From the control host — "
-         f"outside the cluster, on the lab's node network — sends {REQUESTS} requests to the node port on every "
-         "node's address (control-plane nodes included: kube-proxy runs on each), waiting at most kube-proxy's "
-         "sync period for the rules: every address answers, and every answer comes from one of the Service's "
-         "backend pods. From a pod, the same Service answers at its ClusterIP.",
+    does=_("Runs a Deployment of the echo server and a NodePort Service in front of it. From the control host — "
+           "outside the cluster, on the lab's node network — sends {requests} requests to the node port on every "
+           "node's address (control-plane nodes included: kube-proxy runs on each), waiting at most kube-proxy's sync "
+           "period for the rules: every address answers, and every answer comes from one of the Service's backend "
+           "pods. From a pod, the same Service answers at its ClusterIP.").format(requests=REQUESTS),
     hints=[
-        "*timed out … waiting for 8 answers from http://ADDRESS:PORT/ (NODE) on this host*: that node has no rules "
-         "for the node port (kube-proxy stopped: `ssh NODE systemctl status kube-proxy`), or its routes to the other "
-         "nodes' pod ranges are missing (`ssh NODE ip route`), or this host does not reach the node network.",
-        "*answers from pods that are not the Service's backends*: something else answers on that port on the node.",
-        "*pod client -> ClusterIP*: see C24.",
+        _("*timed out … waiting for 8 answers from http://ADDRESS:PORT/ (NODE) on this host*: that node has no rules "
+          "for the node port (kube-proxy stopped: `ssh NODE systemctl status kube-proxy`), or its routes to the other "
+          "nodes' pod ranges are missing (`ssh NODE ip route`), or this host does not reach the node network."),
+        _("*answers from pods that are not the Service's backends*: something else answers on that port on the node."),
+        _("*pod client -> ClusterIP*: see C24."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C30") as ns:
         backends = run_deployment(lab, ns, "web", len(lab.workers), spread=True)
         names = {p.metadata.name for p in backends}
-        ev.add("backends: " + ", ".join(f"{p.metadata.name}@{p.spec.node_name}" for p in backends))
+        ev.add(_("backends: {pods}").format(pods=", ".join(f"{p.metadata.name}@{p.spec.node_name}" for p in backends)))
         svc = lab.core.create_namespaced_service(ns, {"metadata": {"name": "web"}, "spec": {
             "type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}})
         port, cluster_ip = svc.spec.ports[0].node_port, svc.spec.cluster_ip
-        ev.add(f"Service web: NodePort {port}, ClusterIP {cluster_ip}")
+        ev.add(_("Service web: NodePort {port}, ClusterIP {cluster_ip}").format(port=port, cluster_ip=cluster_ip))
         sync = proxy_sync_period(proxy_config(lab, lab.nodes[0]))
         ips = node_ips(lab)
 
         def from_outside(node: str) -> Counter | None:
-            got = Counter(ECHO_ANSWER.findall(" ".join(ask(f"http://{ips[node]}:{port}/") for _ in range(REQUESTS))))
+            got = Counter(ECHO_ANSWER.findall(" ".join(ask(f"http://{ips[node]}:{port}/") for _i in range(REQUESTS))))
             return got if sum(got.values()) == REQUESTS else None
 
         for node in lab.nodes:
             got = wait_for(lambda n=node: from_outside(n), sync,
-                           f"{REQUESTS} answers from http://{ips[node]}:{port}/ ({node}) on this host")
-            strangers = sorted({pod for pod, _ in got} - names)
-            ev.expect(not strangers, f"this host -> {node} http://{ips[node]}:{port}/ x{REQUESTS}: answered by "
-                      + ", ".join(f"{pod}@{where} x{n}" for (pod, where), n in got.most_common()),
-                      f"this host -> {node}:{port}: answers from pods that are not the Service's backends: "
-                      f"{strangers}")
+                           _("{count} answers from http://{ip}:{port}/ ({node}) on this host").format(
+                               count=REQUESTS, ip=ips[node], port=port, node=node))
+            strangers = sorted({pod for pod, _where in got} - names)
+            ev.expect(not strangers,
+                      _("this host -> {node} http://{ip}:{port}/ x{requests}: answered by {answers}").format(
+                          node=node, ip=ips[node], port=port, requests=REQUESTS,
+                          answers=", ".join(f"{pod}@{where} x{n}" for (pod, where), n in got.most_common())),
+                      _("this host -> {node}:{port}: answers from pods that are not the Service's backends: "
+                        "{strangers}").format(node=node, port=port, strangers=strangers))
         run_pod(lab, ns, pod_manifest("client", test_image()))
         out = pod_exec(lab, ns, "client", ["echo-server", "get", f"http://{cluster_ip}/", "2"])
         inside = ECHO_ANSWER.findall(out)
         ev.expect(bool(inside) and inside[0][0] in names,
-                  f"pod client -> ClusterIP {cluster_ip}: answered by {inside[0][0] if inside else ''}",
-                  f"pod client -> ClusterIP {cluster_ip}: {out.strip()[:200]!r}")
+                  _("pod client -> ClusterIP {cluster_ip}: answered by {pod}").format(
+                      cluster_ip=cluster_ip, pod=inside[0][0] if inside else ""),
+                  _("pod client -> ClusterIP {cluster_ip}: {answer!r}").format(
+                      cluster_ip=cluster_ip, answer=out.strip()[:200]))

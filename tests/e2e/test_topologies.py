@@ -15,8 +15,9 @@ import re
 import pytest
 from conftest import lab_check, make
 from test_cluster import recap
-from test_labs import CASES_ELSEWHERE, lab_namespaces, stray_etcd
+from test_labs import CASES_ELSEWHERE, lab_namespaces
 
+from labs.faults import FAULTS, broken
 from labs.lab import Lab
 from labs.registry import load_checks
 from labs.runner import run_check
@@ -67,14 +68,16 @@ def test_second_provision_changes_nothing_on_external_etcd(external):
 
 def test_c31_fails_while_etcd_runs_on_a_control_plane_node(external):
     """The falsification of C31 (test_labs.CASES_ELSEWHERE): a real etcd, started by hand on the last control-plane
-    node, is etcd on the control plane after all."""
+    node, is etcd on the control plane after all (the catalogue's fault C31, which `lab break C31` puts in)."""
     lab, _ = external
     assert "C31" in CASES_ELSEWHERE
     node = lab.control_plane[-1]
-    with stray_etcd(lab, node):
+    fault = FAULTS["C31"]
+    with broken(lab, fault):
         result = run_check(lab, load_checks()["C31"], tty=False, wait_healthy=False)
     print("\n".join(result.evidence), "\n→", result.message)
     assert result.status == "failed", result.status
     reason = rf"{node} \(control plane\) runs etcd: pid \d+ /usr/local/sbin/lab-stray/etcd"
+    assert fault.reason_for(lab) == reason
     assert re.search(reason, result.message), f"{result.message!r} does not match {reason!r}"
     assert not lab_namespaces(lab)

@@ -87,6 +87,23 @@ def test_plan_covers_everything_the_cluster_needs():
 # --- the nodes' plan -----------------------------------------------------------
 
 
+def test_checksum_files_of_one_hash_or_of_a_whole_release():
+    one, other = "a" * 64, "b" * 64
+    assert A.checksum_in(f"{one}\n", "kubelet") == one
+    release = f"{other}  kube-bench_0.15.1_linux_arm64.tar.gz\n{one}  kube-bench_0.15.1_linux_amd64.tar.gz\n"
+    assert A.checksum_in(release, "kube-bench_0.15.1_linux_amd64.tar.gz") == one
+    assert A.checksum_in(f"{one} *f.tgz\n", "f.tgz") == one
+    assert A.checksum_in(release, "f.tgz") is None
+    assert A.checksum_in("not a hash\n", "f.tgz") is None
+
+
+def test_a_checksum_url_may_name_the_version():
+    art = next(a for a in A.plan(A.load_versions(), "amd64") if a.id == "kube-bench")
+    assert art.sha256_url == ("https://github.com/aquasecurity/kube-bench/releases/download/v0.15.1/"
+                              "kube-bench_0.15.1_checksums.txt")
+    assert art.url.endswith("/v0.15.1/kube-bench_0.15.1_linux_amd64.tar.gz")
+
+
 def test_node_plan_lists_what_the_nodes_need_and_where_it_ends_up(tmp_path):
     got = A.node_plan(A.load_versions(), ["amd64"], "cache", "", tmp_path)
     assert (got["source"], got["mirror"], got["cache_dir"]) == ("cache", "", str(tmp_path))
@@ -95,7 +112,7 @@ def test_node_plan_lists_what_the_nodes_need_and_where_it_ends_up(tmp_path):
     assert {i for i, f in files.items() if f["nodes"] == "control_plane"} == {
         "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd"}
     assert {i for i, f in files.items() if f["nodes"] == "all"} == {
-        "kubelet", "kube-proxy", "containerd", "runc", "cni-plugins", "crictl"}
+        "kubelet", "kube-proxy", "containerd", "runc", "cni-plugins", "crictl", "kube-bench"}
     assert "coredns" not in files, "the CoreDNS release file only feeds the image's build on the host"
     assert [i["id"] for i in amd64["images"]] == ["image/pause", "image/coredns", "image/echo"]
     etcd = files["etcd"]

@@ -22,6 +22,14 @@ def test_keys_are_readable_by_root_only(host):
     assert host.file("/var/lib/etcd").mode == 0o700
     for key in ("server", "peer", "healthcheck-client"):
         assert host.file(f"/etc/etcd/pki/{key}.key").mode == 0o600, key
+    assert host.file("/etc/systemd/system/etcd.service").mode == 0o600
+    assert not host.file("/etc/etcd/etcd.conf.yml").exists
+
+
+def test_runs_as_its_own_user(host):
+    assert host.file("/var/lib/etcd").user == "etcd"
+    assert host.file("/etc/etcd/pki/server.key").user == "etcd"
+    assert host.process.get(comm="etcd").user == "etcd"
 
 
 def test_listens_for_clients_and_peers(host):

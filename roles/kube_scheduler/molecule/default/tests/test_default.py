@@ -34,6 +34,7 @@ def test_configuration(host):
     configuration = yaml.safe_load(host.file("/etc/kubernetes/kube-scheduler.yaml").content_string)
     assert configuration["clientConnection"]["kubeconfig"] == "/etc/kubernetes/scheduler.kubeconfig"
     assert configuration["leaderElection"]["leaderElect"] is True
+    assert configuration["enableProfiling"] is False and configuration["enableContentionProfiling"] is False
     # Upstream's timing at timeout_scale 1 (the settings scale it for VMs under emulation).
     timing = {k: configuration["leaderElection"][k] for k in ("leaseDuration", "renewDeadline", "retryPeriod")}
     assert timing == {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}

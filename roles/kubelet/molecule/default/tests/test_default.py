@@ -29,7 +29,8 @@ def test_serves_its_api_with_a_cluster_certificate_and_refuses_anonymous_request
 
 
 def test_keys_and_configuration(host):
-    for path in ("/var/lib/kubelet/pki/kubelet-serving.key", "/var/lib/kubelet/kubeconfig"):
+    for path in ("/var/lib/kubelet/pki/kubelet-serving.key", "/var/lib/kubelet/kubeconfig",
+                 "/var/lib/kubelet/config.yaml", "/etc/systemd/system/kubelet.service"):
         assert host.file(path).mode == 0o600, path
     kubelet = yaml.safe_load(host.file("/var/lib/kubelet/config.yaml").content_string)
     cgroup_v2 = host.check_output("stat -fc %T /sys/fs/cgroup") == "cgroup2fs"

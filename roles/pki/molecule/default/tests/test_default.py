@@ -4,6 +4,7 @@ the API server's names and addresses, private keys 0600, the encryption key."""
 
 import base64
 import ipaddress
+import json
 import os
 import stat
 from pathlib import Path
@@ -66,6 +67,7 @@ def test_api_server_certificate_names_every_way_to_reach_it():
 
 def test_service_account_keys_and_encryption_key():
     assert (PKI / "sa.pub").read_text().startswith("-----BEGIN PUBLIC KEY-----")
-    key = PKI.parent / "encryption-key"
-    assert mode(key) == 0o600
-    assert len(base64.b64decode(key.read_text())) == 32
+    keys_file = PKI.parent / "encryption-keys.json"
+    assert mode(keys_file) == 0o600
+    (key,) = json.loads(keys_file.read_text())  # one key at first: it encrypts
+    assert key["name"].startswith("key-") and len(base64.b64decode(key["secret"])) == 32
