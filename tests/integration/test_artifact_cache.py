@@ -21,7 +21,7 @@ VERSION_ARGS = {
     "etcd": ["--version"], "etcdctl": ["version"], "etcdutl": ["version"],
     "containerd": ["--version"], "ctr": ["--version"], "containerd-shim-runc-v2": ["-v"],
     "runc": ["--version"], "crictl": ["--version"], "coredns": ["-version"],
-    "bridge": [], "host-local": [], "loopback": [], "portmap": [],
+    "bridge": [], "host-local": [], "loopback": [], "portmap": [], "kube-bench": ["version"],
 }
 
 
