@@ -5,6 +5,7 @@ locale (labs.i18n); the JSON and JUnit reports, read by programs, stay in Englis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -297,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_hint(checks, args.id.upper())
         args.ids = [i.upper() for i in args.ids]
         return cmd_check(checks, args)
+    except BrokenPipeError:  # `lab … | head`: the reader has gone; no traceback, and no error at exit either
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except LabError as exc:
         print(f"lab: {tr(message_of(exc))}", file=sys.stderr)
         return 2

@@ -43,3 +43,14 @@ def test_venv_on_path_finds_the_checkouts_ansible_from_another_python(monkeypatc
     assert os.environ["PATH"].split(os.pathsep) == [str(tmp_path / ".venv" / "bin"), "/usr/bin", "/bin"]
     nodes.venv_on_path()  # a second call adds nothing
     assert os.environ["PATH"].split(os.pathsep) == [str(tmp_path / ".venv" / "bin"), "/usr/bin", "/bin"]
+
+
+def test_a_closed_pipe_ends_lab_quietly(capsys, monkeypatch):
+    """`lab break --list | head -5`: the reader leaves early; lab exits 1 without a traceback."""
+    from labs import cli
+
+    def gone(*_args, **_kwargs):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "cmd_list", gone)
+    assert cli.main(["list"]) == 1
