@@ -72,6 +72,12 @@ def test_pod_security_baseline_is_enforced_by_default(host):
     from kubernetes.client.rest import ApiException
 
     api = client.CoreV1Api(admin_client())
+    # No controller-manager in this scenario makes the namespace's default ServiceAccount, and the ServiceAccount
+    # admission plugin (before PodSecurity) refuses a pod whose account is missing: make it here.
+    try:
+        api.create_namespaced_service_account("default", {"metadata": {"name": "default"}})
+    except ApiException as exc:
+        assert exc.status == 409, exc.body
     pod = {"metadata": {"name": "molecule-privileged"}, "spec": {"containers": [
         {"name": "c", "image": "localhost/none:0", "securityContext": {"privileged": True}}]}}
     try:
