@@ -79,6 +79,15 @@ class Clusters:
         os.environ["K8S_LAB_PROFILE"] = profile
         return self.up_output[profile]
 
+    def lab(self, profile: str):
+        """The profile's cluster up (as __call__), and a Lab on it that has answered a first request."""
+        from labs.lab import Lab
+
+        self(profile)
+        lab = Lab()
+        lab.ping()
+        return lab
+
     def down(self) -> None:
         if self.profile:
             make("down", self.profile, timeout=300, check=False)

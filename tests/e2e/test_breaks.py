@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from labs.faults import CATALOGUE
-from labs.lab import LAB_LABEL, Lab
+from labs.lab import LAB_LABEL
 from labs.paths import ROOT
 
 pytestmark = [
@@ -36,10 +36,7 @@ def lab_cmd(*args: str, timeout: float = 900) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def lab(cluster_up):
-    cluster_up(PROFILE)
-    lab = Lab()
-    lab.ping()
-    return lab
+    return cluster_up.lab(PROFILE)
 
 
 def test_lab_status_names_a_stopped_component(lab):

@@ -24,10 +24,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.labs]
 
 @pytest.fixture(scope="module")
 def lab(cluster_up):
-    cluster_up("ha")
-    lab = Lab()
-    lab.ping()
-    return lab
+    return cluster_up.lab("ha")
 
 
 def lab_namespaces(lab: Lab) -> list[str]:

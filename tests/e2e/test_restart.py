@@ -31,10 +31,7 @@ PROFILE = "ha"
 
 @pytest.fixture(scope="module")
 def lab(cluster_up):
-    cluster_up(PROFILE)
-    lab = Lab()
-    lab.ping()
-    return lab
+    return cluster_up.lab(PROFILE)
 
 
 @pytest.fixture(scope="module")

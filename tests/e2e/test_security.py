@@ -13,7 +13,6 @@ import os
 import pytest
 from conftest import lab_check, make
 
-from labs.lab import Lab
 from tools.locations import state_dir
 
 pytestmark = [
@@ -26,10 +25,7 @@ PROFILE = "default"
 
 @pytest.fixture(scope="module")
 def lab(cluster_up):
-    cluster_up(PROFILE)
-    lab = Lab()
-    lab.ping()
-    return lab
+    return cluster_up.lab(PROFILE)
 
 
 def test_a_key_rotation_keeps_every_secret_and_encrypts_with_the_new_key(lab):
