@@ -64,7 +64,7 @@ test-topologies: deps artifacts node-image ## the external-etcd profile end to e
 	@K8S_LAB_TOPOLOGIES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_topologies.py $(PYTEST_ARGS)
 
 test-breaks: deps artifacts node-image ## default profile: every break-and-fix exercise through `lab` (break, check fails with a hint, undo, status healthy) (not in CI)
-	@K8S_LAB_BREAKS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_breaks.py $(PYTEST_ARGS)
+	@K8S_LAB_BREAKS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_break_exercises.py $(PYTEST_ARGS)
 
 test-two-labs: deps artifacts node-image ## two labs side by side (other cluster_name, node network, state folder); make down of one leaves the other healthy (not in CI)
 	@K8S_LAB_TWO_LABS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_two_labs.py $(PYTEST_ARGS)
