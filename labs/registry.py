@@ -74,13 +74,26 @@ def see_line(line: str, lang: str | None = None) -> str:
     return match.group(1) + tr(_(match.group(2)), lang) if match else line
 
 
+# In a symptom, the shipped profiles' node names (cp1, w2, etcd1) are examples: any node of the failing cluster
+# matches them; so do durations ("after 60s": the timeouts grow with the timeout scale).
+EXAMPLE_NODE = re.compile(r"\b(?:cp|w|etcd)\d+\b")
+DURATION = re.compile(r"\b\d+(?:\\\.\d+)?s\b")
+
+
+def symptom_literal(part: str) -> str:
+    """One literal stretch of a symptom as a pattern: its example node names and durations stand for any."""
+    escaped = re.escape(part.strip())
+    return DURATION.sub(r"\\d+(?:\\.\\d+)?s", EXAMPLE_NODE.sub(r"[\\w.-]+", escaped))
+
+
 def symptom_pattern(hint: str) -> re.Pattern | None:
-    """The failure messages a hint's *symptom* describes: its text, "…" (and "[…]") standing for anything."""
+    """The failure messages a hint's *symptom* describes: its text, "…" (and "[…]") standing for anything, its
+    example node names and durations for any node and any duration."""
     match = re.match(r"\*(.+?)\*:", hint)
     if not match:
         return None
     parts = re.split(r"\[…\]|…", match.group(1))
-    return re.compile(".*?".join(re.escape(part.strip()) for part in parts), re.S)
+    return re.compile(".*?".join(symptom_literal(part) for part in parts), re.S)
 
 
 def plain(hint: str) -> str:

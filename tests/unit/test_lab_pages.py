@@ -35,3 +35,13 @@ def test_a_failure_message_picks_the_hints_for_its_symptom():
     assert chk.hints_for("an unknown failure") == chk.hints
     assert symptom_pattern("*etcd … answered a client without a certificate*: x").search(
         "etcd cp2 answered a client without a certificate: {}")
+
+
+def test_a_symptom_names_example_nodes_and_durations_and_matches_any():
+    """A break puts its fault on whichever node the cluster has (`lab break C16` stops the last worker's kubelet):
+    the symptom written for w1 picks that failure out of C16's hints, as "after 60s" does with a scaled timeout."""
+    chk = load_checks()["C16"]
+    picked = chk.hints_for("w2: kubelet.service is inactive (main process none)")
+    assert len(picked) == 1 and picked[0].startswith("*w1: kubelet.service is inactive"), picked
+    assert len(load_checks()["C09"].hints_for(
+        "timed out after 120s waiting for writes to fail with two members down (last error: x)")) == 1
