@@ -54,6 +54,8 @@ class Check:
     # symptom a pattern of the failure message where "…" stands for anything. Printed under a failed check, by
     # `lab hint`, and on the check's page (labs.docs).
     hints: list[Text] = field(default_factory=list)
+    # A check whose observations this one reads when both are in one run (labs.episodes): the runner runs it first.
+    reads: str | None = None
 
     def hints_for(self, message: str, settings: dict | None = None, lang: str | None = None) -> list[str]:
         """The hints whose symptom matches ``message``, all of them when none does; in ``lang`` (default: the
@@ -128,11 +130,11 @@ def render_see(line: str, settings: dict) -> str:
 
 
 def check(id: str, title: str, *, claim: str, texts: list[str], see: list[str], does: str,
-          hints: list[str] | None = None, disruptive: bool = False):
+          hints: list[str] | None = None, disruptive: bool = False, reads: str | None = None):
     """Register a check function ``func(lab, ev)``."""
 
     def register(func: Callable) -> Callable:
-        REGISTRY[id] = Check(id, title, claim, texts, disruptive, see, does, func, list(hints or []))
+        REGISTRY[id] = Check(id, title, claim, texts, disruptive, see, does, func, list(hints or []), reads)
         return func
 
     return register

@@ -9,6 +9,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from labs.episodes import EPISODES
 from labs.i18n import _, join, tr
 from labs.registry import REGISTRY, CheckFailed, CheckSkipped, Evidence, Result, message_of, plain
 from labs.restore import RESTORER
@@ -152,11 +153,25 @@ def run_checks(lab: Lab, chks: list, jobs: int, tty: bool, progress: bool = Fals
     HINT_SETTINGS.clear()
     HINT_SETTINGS.update(lab.settings())
     observe = [chk for chk in chks if not chk.disruptive]
-    disrupt = [chk for chk in chks if chk.disruptive]
+    disrupt = disruptive_order([chk for chk in chks if chk.disruptive])
     results = run_parallel(lab, observe, jobs, tty)
-    for chk in disrupt:  # one at a time: each one stops part of the cluster
-        print(f"  ▶ {chk.id} {tr(chk.title)} " + tr(_("[disruptive]")), flush=True)
-        res = run_check(lab, chk, tty, wait_healthy=wait_healthy)
-        results.append(res)
-        print_result(res, tty)
+    shared = {chk.reads for chk in disrupt} & {chk.id for chk in disrupt}
+    if shared:
+        EPISODES.begin()  # a check reads another's observations (labs.episodes): kept for this run only
+    try:
+        for chk in disrupt:  # one at a time: each one stops part of the cluster
+            print(f"  ▶ {chk.id} {tr(chk.title)} " + tr(_("[disruptive]")), flush=True)
+            res = run_check(lab, chk, tty, wait_healthy=wait_healthy)
+            results.append(res)
+            print_result(res, tty)
+    finally:
+        EPISODES.end()
     return results
+
+
+def disruptive_order(chks: list) -> list:
+    """The disruptive checks in their order, but a check that reads another's observations (``reads``, when that
+    one is in the run too) right after it."""
+    ids = [chk.id for chk in chks]
+    rank = {chk.id: (ids.index(chk.reads) + 0.5 if chk.reads in ids else ids.index(chk.id)) for chk in chks}
+    return sorted(chks, key=lambda chk: rank[chk.id])

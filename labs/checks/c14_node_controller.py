@@ -1,3 +1,4 @@
+from labs.episodes import EPISODES, NodeLoss
 from labs.i18n import _
 from labs.kube import node_ready
 from labs.lab import Lab
@@ -15,7 +16,10 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
          "kubectl describe node w2 | grep Taints", "ssh w2 systemctl start kubelet"],
     does=_("Stops the kubelet on a worker, waits at most the controller manager's --node-monitor-grace-period (plus "
            "the lease renewal margin) for Ready to turn Unknown/False and the unreachable taint to appear, then "
-           "starts the kubelet and waits for Ready."),
+           "starts the kubelet and waits for Ready. In a run that holds C29 too (`lab check --all`), C29 loses the "
+           "worker first and C14 reads what C29 saw of that loss (the same observations, made once: a node loss "
+           "takes the whole grace period); C14 alone, or after a C29 that did not see all of it, loses the worker "
+           "itself."),
     hints=[
         _("*w2 is Ready* marked NOT: the node was already not Ready before the check; fix that first (`kubectl "
           "describe node w2`, `ssh w2 systemctl status kubelet`)."),
@@ -28,8 +32,12 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
           "kubelet`), e.g. its client certificate or kubeconfig is unusable."),
     ],
     disruptive=True,
+    reads="C29",
 )
 def run(lab: Lab, ev: Evidence) -> None:
+    loss = EPISODES.node_loss
+    if loss and seen_all(loss):
+        return from_record(loss, ev)
     worker = lab.workers[-1]
     grace = lab.node_monitor_grace()
     ev.add(_("kube-controller-manager --node-monitor-grace-period: {grace:.0f}s").format(grace=grace))
@@ -45,3 +53,24 @@ def run(lab: Lab, ev: Evidence) -> None:
     lab.start_units([worker], ["kubelet"], ev)
     wait_for(lambda: node_ready(lab, worker) == "True", 90, _("{worker} Ready again").format(worker=worker), 1)
     ev.expect(True, _("kubelet started: {worker} Ready again").format(worker=worker))
+
+
+def seen_all(loss: NodeLoss) -> bool:
+    """Another check's node loss shows all this claim is about: the node not Ready within the grace period (the
+    same bound as below), tainted unreachable, Ready again once its kubelet started. Anything less, and C14 loses a
+    node itself: only its own observations can fail it."""
+    return (loss.status in ("Unknown", "False") and loss.not_ready_after is not None
+            and loss.not_ready_after <= loss.grace + 20 and UNREACHABLE in loss.taints and loss.ready_again)
+
+
+def from_record(loss: NodeLoss, ev: Evidence) -> None:
+    ev.add(_("seen during {check}'s node loss in this run, {seconds:.0f} s ago (C14 alone loses a node itself)").format(
+        check=loss.by, seconds=loss.age()))
+    ev.add(_("kube-controller-manager --node-monitor-grace-period: {grace:.0f}s").format(grace=loss.grace))
+    ev.add(_("{check} stopped kubelet on {worker}").format(check=loss.by, worker=loss.worker))
+    # seen_all held: each expectation below is the record's, checked once more where it is shown
+    ev.expect(loss.status in ("Unknown", "False"),
+              _("{worker} Ready={status} {seconds:.0f} s after the stop, within the grace period").format(
+                  worker=loss.worker, status=loss.status, seconds=loss.not_ready_after))
+    ev.expect(UNREACHABLE in loss.taints, _("{worker} tainted {taint}").format(worker=loss.worker, taint=UNREACHABLE))
+    ev.expect(loss.ready_again, _("kubelet started: {worker} Ready again").format(worker=loss.worker))

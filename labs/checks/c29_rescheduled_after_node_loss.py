@@ -1,3 +1,4 @@
+from labs.episodes import EPISODES
 from labs.i18n import _, join
 from labs.kube import cordon, node_ready, run_deployment, wait_ready_pods
 from labs.lab import Lab
@@ -68,12 +69,14 @@ def run(lab: Lab, ev: Evidence) -> None:
                   _("the replicas did not all start on {worker}: {placed}").format(worker=worker, placed=placed))
 
         lab.stop_units([worker], ["kubelet"], ev)
+        loss = EPISODES.lose_node("C29", worker, grace)  # what C14 claims is seen on the way (labs.episodes)
         status = wait_for(lambda: (s := node_ready(lab, worker)) != "True" and s, grace + 20,
                           _("{worker} to be marked not Ready").format(worker=worker),
                           1)
         taints = wait_for(lambda: [t.key for t in lab.core.read_node(worker).spec.taints or []
                                    if t.key in NOEXECUTE and t.effect == "NoExecute"], 30,
                           _("a NoExecute taint on {worker}").format(worker=worker), 1)
+        loss.not_ready(status, taints)
         ev.expect(True,
                   _("{worker} lost: Ready={status}, tainted {taints}:NoExecute").format(
                       worker=worker, status=status, taints=", ".join(taints)))
@@ -104,6 +107,7 @@ def run(lab: Lab, ev: Evidence) -> None:
 
         lab.start_units([worker], ["kubelet"], ev)
         wait_for(lambda: node_ready(lab, worker) == "True", 90, _("{worker} Ready again").format(worker=worker), 1)
+        loss.ready_again = True
         left = wait_for(lambda: not any(p.metadata.name in placed for p in pods(lab, ns)) or None, 90,
                         _("the evicted pods to disappear once {worker} is back").format(worker=worker), 1)
         ev.expect(bool(left),
