@@ -52,6 +52,13 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${candidates[@]}" >/dev/null
 }
 
+# `tools/deps.sh browser` (make browser, part of make test): only headless Chromium and a font with Cyrillic, for
+# the test that opens `lab check --html`'s page; learners do not need it.
+if [ "${1:-}" = browser ]; then
+    apt_install chromium fonts-dejavu-core && log "headless Chromium present"
+    exit 0
+fi
+
 apt_install "${packages[@]}" && log "host packages present"
 
 # Python virtualenv, refreshed only when requirements.txt changes.
