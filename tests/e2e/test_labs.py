@@ -70,6 +70,38 @@ def test_every_check_passes_and_leaves_the_cluster_healthy(lab, tmp_path):
     assert_healthy(lab)
 
 
+# --- the live diagram (lab diagram): the connections the machines hold, a forbidden one in red ---------
+
+
+def test_the_live_diagram_draws_the_connections_the_cluster_holds(lab, tmp_path):
+    """On the healthy cluster only API servers talk to etcd; every kubelet and the scheduler and controller
+    manager of every control-plane node reach an API server (the API address or one directly). With C04's fault
+    (a rogue etcd client on cp1), its connection is an edge drawn red, in the DOT, the Mermaid block and the SVG."""
+    from labs import diagram as D
+
+    def to_api(edges, machine: str, component: str) -> bool:
+        return any(e.src == (machine, component) and e.dst[1] in (D.API, "kube-apiserver") for e in edges)
+
+    healthy = D.observe(lab)
+    etcd_clients = {e.src[1] for e in healthy.edges if e.dst[1] == "etcd" and e.src[1] != "etcd"}
+    assert etcd_clients == {"kube-apiserver"}, healthy.edges
+    assert all(e.ok for e in healthy.edges), [e for e in healthy.edges if not e.ok]
+    assert all(to_api(healthy.edges, node, "kubelet") for node in lab.nodes), healthy.edges
+    for cp in lab.control_plane:
+        for component in ("kube-scheduler", "kube-controller-manager"):
+            assert to_api(healthy.edges, cp, component), (cp, component, healthy.edges)
+    fault = next(f for f in CATALOGUE if f.id == "C04")
+    with broken(lab, fault):
+        graph = D.observe(lab)  # the rogue client holds a watch: its connection stays open
+        red = [e for e in graph.edges if not e.ok]
+        assert red and all(e.dst[1] == "etcd" and e.src[0] == lab.control_plane[0] for e in red), graph.edges
+        files = {p.suffix: p for p in D.render(graph, tmp_path)}
+        assert "color=red" in files[".dot"].read_text() and "stroke:red" in files[".mmd"].read_text()
+        assert 'stroke="red"' in files[".svg"].read_text()
+    print(D.to_mermaid(graph))
+    assert not [e for e in D.observe(lab).edges if not e.ok]
+
+
 # --- falsification: make each claim false, see its check fail, restore ------------------
 # The faults are the catalogue's (labs/faults.py), the same that `lab break` puts into a learner's cluster: each
 # recorded in the state folder as it goes in (labs/journal.py) and undone at the end of its case. Three claims can
