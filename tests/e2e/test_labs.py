@@ -14,7 +14,7 @@ import pytest
 from conftest import lab_check
 
 from labs.faults import CATALOGUE, TEST_ONLY, Fault, broken, stop
-from labs.kube import test_image
+from labs.kube import test_image as echo_image  # not "test_*" here: pytest would collect it
 from labs.lab import LAB_LABEL, Lab
 from labs.registry import load_checks
 from labs.runner import run_check
@@ -170,7 +170,7 @@ def falsifiers(lab: Lab) -> dict[str, tuple]:
                 r"waiting for the container to be restarted"),
         # once the pod runs, the runtime of its node no longer holds the pod's image
         "C22": ("C22", lambda: after_call(check_module("C22"), "run_pod",
-                                          lambda pod: image_removed(lab, pod.spec.node_name, test_image())),
+                                          lambda pod: image_removed(lab, pod.spec.node_name, echo_image())),
                 r": \S+ not in containerd"),
     })
     return cases
