@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import time
 
 import pytest
 from conftest import lab_check
@@ -195,9 +196,16 @@ def test_check_fails_while_its_claim_is_false(lab, case):
     chk = load_checks()[check_id]
     # the falsifier keeps the claim false (and so the cluster unhealthy) until it exits; it waits for the
     # cluster to be healthy again itself, so the check's own health wait would only time out here
+    started = time.monotonic()
     with falsify():
+        applied = time.monotonic()
         result = run_check(lab, chk, tty=False, wait_healthy=False)
-    print("\n".join(result.evidence), "\n→", result.message)
+        checked = time.monotonic()
+    # where a case spends its time (kept in the JUnit report of make test: junit_logging in pyproject.toml)
+    lines = zip(result.evidence_at, result.evidence, strict=False)
+    print("\n".join(f"{at:6.1f}s {line}" for at, line in lines), "\n→", result.message)
+    print(f"{case}: fault put in {applied - started:.1f}s, check {checked - applied:.1f}s, "
+          f"undone and healthy {time.monotonic() - checked:.1f}s")
     assert result.status == "failed", f"{case} did not fail while its claim was false: {result.status}"
     assert re.search(reason, result.message), f"{case} failed for another reason than the broken claim: " \
         f"{result.message!r} does not match {reason!r}"
