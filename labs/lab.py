@@ -26,6 +26,11 @@ CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-sche
 # few seconds (kube-controller-manager started before its API server was ready exited 3.1-3.2 s after its start, in
 # the journal of an ha run), and systemd shows it as not active until its restart.
 UNIT_STEADY_SECONDS = 5
+# A write through the API counts as failed when it has no answer within this (the client's read timeout) or an error.
+API_WRITE_TIMEOUT = 8.0
+# Once its storage is gone (etcd stopped, or no quorum), a write fails within its own timeout: three attempts, with
+# the pauses between them, bound the wait for that (times timeout_scale); seen on ha: the first attempt, 7-8 s.
+WRITE_FAILS_WITHIN = 3 * API_WRITE_TIMEOUT + 6
 LB_UNITS = ("haproxy", "keepalived")  # on the control-plane nodes of a cluster with several (the node image has
 # them everywhere, enabled by their packages but unconfigured on the other machines)
 
@@ -101,7 +106,7 @@ class Lab(NodeAccess):
         cfg.host = server
         return client.ApiClient(cfg)
 
-    def api_writes(self, ns: str, name: str, timeout: float = 8.0) -> str | None:
+    def api_writes(self, ns: str, name: str, timeout: float = API_WRITE_TIMEOUT) -> str | None:
         """Try to create a ConfigMap; None when it worked, else the error."""
         from kubernetes import client
         from kubernetes.client.rest import ApiException

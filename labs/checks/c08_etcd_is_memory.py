@@ -1,6 +1,6 @@
 from labs.i18n import _
 from labs.kube import pod_manifest, test_image
-from labs.lab import Lab
+from labs.lab import WRITE_FAILS_WITHIN, Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
 
@@ -14,7 +14,7 @@ from labs.timing import wait_for
     does=_("Creates a ConfigMap and a pod, stops etcd on every member, tries an API write (it fails) and calls the "
            "pod from a worker (it answers), starts etcd again and finds the ConfigMap intact."),
     hints=[
-        _("*timed out after 60s waiting for API writes to fail without etcd*: etcd did not really stop (a drop-in "
+        _("*timed out after 30s waiting for API writes to fail without etcd*: etcd did not really stop (a drop-in "
           "with `KillMode=none` or `ExecStop=`, `pgrep -a etcd` still shows it), or the API server is connected to an "
           "etcd outside the inventory's `etcd` group (`systemctl cat kube-apiserver | grep etcd-servers`)."),
         _("*the pod did not answer while etcd was down: ''*: the pod network between w2 and the pod's node is broken "
@@ -37,7 +37,8 @@ def run(lab: Lab, ev: Evidence) -> None:
                        _("the pod to run"))
         ip, node = pod.status.pod_ip, pod.spec.node_name
         lab.stop_units(etcd, ["etcd"], ev)
-        error = wait_for(lambda: lab.api_writes(ns, "during"), 60, _("API writes to fail without etcd"), 2)
+        error = wait_for(lambda: lab.api_writes(ns, "during"), WRITE_FAILS_WITHIN,
+                         _("API writes to fail without etcd"), 2)
         ev.expect(True, _("with etcd stopped an API write fails: {error}").format(error=error))
         answer = lab.sh(lab.workers[-1], f"curl -sS -m 5 http://{ip}:8080/", check=False)
         ev.expect(answer.startswith("pod=web"),

@@ -1,5 +1,5 @@
 from labs.i18n import _
-from labs.lab import Lab
+from labs.lab import WRITE_FAILS_WITHIN, Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.timing import wait_for
 
@@ -18,7 +18,7 @@ from labs.timing import wait_for
         _("*timed out after 60s waiting for a write with one member down*: the two remaining members did not form a "
           "quorum — one of them was already unhealthy before the check (`etcdctl endpoint health --cluster`), or the "
           "API servers name only the stopped member (`systemctl cat kube-apiserver | grep etcd-servers`)."),
-        _("*timed out after 60s waiting for writes to fail with two members down*: the members did not really stop (a "
+        _("*timed out after 30s waiting for writes to fail with two members down*: the members did not really stop (a "
           "unit with `KillMode=none`; `ssh cp2 pgrep -a etcd`), or the cluster has more than three members, so two "
           "down still leaves a majority."),
         _("*timed out after 120s waiting for three healthy members*: a restarted member cannot rejoin — see `ssh cp3 "
@@ -40,7 +40,8 @@ def run(lab: Lab, ev: Evidence) -> None:
         error = wait_for(lambda: lab.api_writes(ns, "one-down") is None or None, 60, _("a write with one member down"))
         ev.expect(error is True, _("one of three down: the write succeeds"))
         lab.stop_units([etcd[-2]], ["etcd"], ev)
-        failure = wait_for(lambda: lab.api_writes(ns, "two-down"), 60, _("writes to fail with two members down"), 2)
+        failure = wait_for(lambda: lab.api_writes(ns, "two-down"), WRITE_FAILS_WITHIN,
+                           _("writes to fail with two members down"), 2)
         ev.expect(True, _("two of three down: the write fails ({failure})").format(failure=failure))
         lab.start_units([etcd[-2], etcd[-1]], ["etcd"], ev)
         health = wait_for(lambda: lab.etcdctl("endpoint health --cluster", node=etcd[0]).count("is healthy") == 3

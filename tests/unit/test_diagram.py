@@ -89,10 +89,10 @@ def test_the_html_page_holds_everything_and_escapes_it():
 
     load_checks()
     results = [Result("C09", "etcd needs a majority", "failed", ["stopped etcd on cp3", "<b>x</b>"],
-                      "timed out after 60s waiting for writes to fail with two members down", 61.0, True),
+                      "timed out after 30s waiting for writes to fail with two members down", 61.0, True),
                Result("C01", "nodes", "passed", ["ok"], "", 2.0, False)]
     text = page(results, D.to_svg(graph()) or "<svg></svg>", "cluster https://192.168.56.11:6443 (v1.37.2)")
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text and "<script" not in text
     assert "&lt;b&gt;x&lt;/b&gt;" in text and "1 passed, 1 failed, 0 skipped" in text
-    assert 'class="hint">hint: timed out after 60s waiting for writes to fail' in text
+    assert 'class="hint">hint: timed out after 30s waiting for writes to fail' in text
     assert "http" not in text.replace("https://192.168.56.11:6443", "").replace("http://www.w3.org", "")

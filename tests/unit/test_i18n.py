@@ -173,8 +173,8 @@ def test_evidence_and_failures_stay_english_and_show_translated():
 
 def test_a_translated_hint_is_picked_by_the_english_failure():
     chk = load_checks()["C09"]
-    picked = chk.hints_for("timed out after 60s waiting for writes to fail with two members down", lang="ru")
-    assert len(picked) == 1 and picked[0].startswith("*время вышло через 60 с в ожидании отказа записей")
+    picked = chk.hints_for("timed out after 30s waiting for writes to fail with two members down", lang="ru")
+    assert len(picked) == 1 and picked[0].startswith("*время вышло через 30 с в ожидании отказа записей")
 
 
 def test_json_stays_english_markdown_is_translated():

@@ -30,8 +30,8 @@ def test_the_page_says_what_a_failure_means_from_the_checks_hints(ident):
 
 def test_a_failure_message_picks_the_hints_for_its_symptom():
     chk = load_checks()["C09"]
-    picked = chk.hints_for("timed out after 60s waiting for writes to fail with two members down (last error: x)")
-    assert len(picked) == 1 and picked[0].startswith("*timed out after 60s waiting for writes to fail")
+    picked = chk.hints_for("timed out after 30s waiting for writes to fail with two members down (last error: x)")
+    assert len(picked) == 1 and picked[0].startswith("*timed out after 30s waiting for writes to fail")
     assert chk.hints_for("an unknown failure") == chk.hints
     assert symptom_pattern("*etcd … answered a client without a certificate*: x").search(
         "etcd cp2 answered a client without a certificate: {}")
