@@ -90,9 +90,17 @@ def test_make_deps_on_a_fresh_debian12_then_build_an_image_with_its_go(clean_deb
         "PATH=/src/.venv/bin:$PATH .venv/bin/python -m tools.artifacts --only image/echo --source build",
         "make deps > /tmp/deps-again.log && grep 'linked as' /tmp/deps-again.log",  # a second run works too
     ])
+    # What the container downloads, the Debian packages and Python wheels, is kept between runs in the artifact
+    # cache, as a local package mirror would keep it: the container still installs everything, from files it
+    # already has (the Go toolchain is downloaded each time: "deps: installing Go" is asserted below).
+    downloads = A.default_cache() / "fresh-host"
+    (downloads / "apt-archives" / "partial").mkdir(parents=True, exist_ok=True)
+    (downloads / "pip").mkdir(parents=True, exist_ok=True)
+    kept = ["-v", f"{downloads / 'apt-archives'}:/var/cache/apt/archives",
+            "-v", f"{downloads / 'pip'}:/root/.cache/pip"]
     name = f"k8s-lab-fresh-{uuid.uuid4().hex[:6]}"
     proc = sh("docker", "run", "--rm", "--name", name, "-v", "/var/run/docker.sock:/var/run/docker.sock",
-              "-v", f"{src}:/src", "-e", "K8S_LAB_CACHE=/cache", *ca, clean_debian12, "bash", "-c", script,
+              "-v", f"{src}:/src", "-e", "K8S_LAB_CACHE=/cache", *kept, *ca, clean_debian12, "bash", "-c", script,
               timeout=2400)
     print(proc.stdout[-8000:], proc.stderr[-8000:])
     assert proc.returncode == 0, proc.stderr[-4000:]
