@@ -103,16 +103,20 @@ def test_second_provision_changes_nothing(cluster):
     assert not changed, f"second run changed something: {changed}\n{again.stdout[-6000:]}"
 
 
-# Disruptive checks that only touch a worker, which both profiles have alike (w1, w2): the ha run in test_labs.py
-# covers them, so `make test` leaves them out here (CI's 45 minutes); `make test-labs` runs them on both profiles.
-WORKER_ONLY = ("C14", "C25", "C29")
+# Disruptive checks whose run on the default profile repeats the ha run's step for step: those that only touch a
+# worker, which both profiles have alike (w1, w2), and those that stop a component on every control-plane node and
+# look at nothing else of the control plane (the scheduler: C10, C11's scheduler configuration; the controller
+# manager: C13). test_labs.py runs them on ha, so `make test` leaves them out here (CI's 45 minutes); `make
+# test-labs` runs them on both profiles. The default run keeps the disruptive checks that meet the single control
+# plane (C08: its only etcd member; C27: its only API server).
+SAME_ON_BOTH = ("C10", "C11", "C13", "C14", "C25", "C29")
 
 
 @pytest.mark.labs
 def test_lab_checks_on_the_default_profile(cluster, tmp_path):
     """One control-plane node: the checks that need three etcd members or several API servers (C09, C28), or etcd
     on machines of its own (C31), skip and say why; every other check passes, the disruptive ones included (those
-    that only stop a worker's components, WORKER_ONLY, with `make test-labs`). (The ha profile's run is in
+    whose run here repeats ha's, SAME_ON_BOTH, with `make test-labs` only). (The ha profile's run is in
     test_labs.py, with the falsification tests.)"""
     profile, _ = cluster
     if profile != "default":
@@ -121,7 +125,7 @@ def test_lab_checks_on_the_default_profile(cluster, tmp_path):
     if os.environ.get("K8S_LAB_LABS_FULL") == "1":
         rc, out = lab_check("--all", "--json", str(report))
     else:
-        rc, out = lab_check(*[c for c in load_checks() if c not in WORKER_ONLY], "--json", str(report))
+        rc, out = lab_check(*[c for c in load_checks() if c not in SAME_ON_BOTH], "--json", str(report))
     results = {r["id"]: r for r in json.loads(report.read_text())}
     skipped = {i: r["message"] for i, r in results.items() if r["status"] == "skipped"}
     assert sorted(skipped) == ["C09", "C28", "C31"], skipped
