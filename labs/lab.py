@@ -28,9 +28,11 @@ CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-sche
 UNIT_STEADY_SECONDS = 5
 # A write through the API counts as failed when it has no answer within this (the client's read timeout) or an error.
 API_WRITE_TIMEOUT = 8.0
-# Once its storage is gone (etcd stopped, or no quorum), a write fails within its own timeout: three attempts, with
-# the pauses between them, bound the wait for that (times timeout_scale); seen on ha: the first attempt, 7-8 s.
-WRITE_FAILS_WITHIN = 3 * API_WRITE_TIMEOUT + 6
+# Three write attempts, with the pauses between them (times timeout_scale): the bound for a write to fail once its
+# storage is gone (etcd stopped, or no quorum; seen on ha: the first attempt fails, after 7-8 s), and for a write to
+# succeed again once the API address has moved to another control-plane node (keepalived's advert_int 1 s, haproxy's
+# inter 2s fall 2: some 8 s; seen on ha: the first attempt succeeds, the stop itself takes longer).
+THREE_WRITE_ATTEMPTS = 3 * API_WRITE_TIMEOUT + 6
 LB_UNITS = ("haproxy", "keepalived")  # on the control-plane nodes of a cluster with several (the node image has
 # them everywhere, enabled by their packages but unconfigured on the other machines)
 

@@ -1,6 +1,6 @@
 from labs.i18n import _
 from labs.kube import pod_manifest, test_image
-from labs.lab import WRITE_FAILS_WITHIN, Lab
+from labs.lab import THREE_WRITE_ATTEMPTS, Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
 
@@ -37,7 +37,7 @@ def run(lab: Lab, ev: Evidence) -> None:
                        _("the pod to run"))
         ip, node = pod.status.pod_ip, pod.spec.node_name
         lab.stop_units(etcd, ["etcd"], ev)
-        error = wait_for(lambda: lab.api_writes(ns, "during"), WRITE_FAILS_WITHIN,
+        error = wait_for(lambda: lab.api_writes(ns, "during"), THREE_WRITE_ATTEMPTS,
                          _("API writes to fail without etcd"), 2)
         ev.expect(True, _("with etcd stopped an API write fails: {error}").format(error=error))
         answer = lab.sh(lab.workers[-1], f"curl -sS -m 5 http://{ip}:8080/", check=False)

@@ -1,5 +1,5 @@
 from labs.i18n import _
-from labs.lab import WRITE_FAILS_WITHIN, Lab
+from labs.lab import THREE_WRITE_ATTEMPTS, Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.timing import wait_for
 
@@ -40,7 +40,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         error = wait_for(lambda: lab.api_writes(ns, "one-down") is None or None, 60, _("a write with one member down"))
         ev.expect(error is True, _("one of three down: the write succeeds"))
         lab.stop_units([etcd[-2]], ["etcd"], ev)
-        failure = wait_for(lambda: lab.api_writes(ns, "two-down"), WRITE_FAILS_WITHIN,
+        failure = wait_for(lambda: lab.api_writes(ns, "two-down"), THREE_WRITE_ATTEMPTS,
                            _("writes to fail with two members down"), 2)
         ev.expect(True, _("two of three down: the write fails ({failure})").format(failure=failure))
         lab.start_units([etcd[-2], etcd[-1]], ["etcd"], ev)

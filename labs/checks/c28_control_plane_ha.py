@@ -1,5 +1,5 @@
 from labs.i18n import _
-from labs.lab import Lab
+from labs.lab import THREE_WRITE_ATTEMPTS, Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.timing import wait_for
 
@@ -16,7 +16,7 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", 
            "units and its load balancer), then reads and writes through the same address. Skipped with one "
            "control-plane node."),
     hints=[
-        _("*timed out after 60s waiting for a write through `https://@api@` with cp1 down*: the address did not move "
+        _("*timed out after 30s waiting for a write through `https://@api@` with cp1 down*: the address did not move "
           "(keepalived on cp2/cp3 stopped, or VRRP between the nodes blocked: `ssh cp2 journalctl -u keepalived`), or "
           "it moved but no API server behind it is ready — the other API servers are down (`ssh cp2 systemctl status "
           "kube-apiserver`), or etcd lost its quorum because another member was already down."),
@@ -40,7 +40,7 @@ def run(lab: Lab, ev: Evidence) -> None:
     units = [u for u in UNITS if u != "etcd" or holder in lab.etcd_members]  # etcd: where it is stacked
     with lab.namespace("C28") as ns:
         lab.stop_units([holder], units, ev)
-        error = wait_for(lambda: lab.api_writes(ns, "still-writable") is None or None, 60,
+        error = wait_for(lambda: lab.api_writes(ns, "still-writable") is None or None, THREE_WRITE_ATTEMPTS,
                          _("a write through {server} with {holder} down").format(server=lab.server, holder=holder), 2)
         ev.expect(error is True,
                   _("{holder} down: the API still answers through {server} and the write succeeds").format(
