@@ -47,6 +47,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         lab.core.create_namespaced_pod(ns, pod_manifest("survivor", test_image()))
         pod = wait_for(lambda: (p := lab.core.read_namespaced_pod("survivor", ns)).status.phase == "Running" and p, 90,
                        _("the pod to run"))
+        ev.step(_("pod survivor runs on {node}").format(node=pod.spec.node_name))
         worker = next((w for w in lab.workers if w != pod.spec.node_name), pod.spec.node_name)
         kubeconfig = yaml.safe_load(lab.sh(worker, f"cat {lab.unit_arg(worker, 'kubelet', 'kubeconfig')}"))
         server = urlsplit(kubeconfig["clusters"][0]["cluster"]["server"])
@@ -54,6 +55,8 @@ def run(lab: Lab, ev: Evidence) -> None:
         config = yaml.safe_load(lab.sh(worker, f"cat {lab.unit_arg(worker, 'kubelet', 'config')}")) or {}
         update = parse_duration(str(config.get("nodeStatusUpdateFrequency", "10s")))
         since = lab.sh(worker, "date +%s.%N")
+        ev.step(_("{worker}'s kubelet reaches the API server at {address} and reports every {seconds:.0f} s").format(
+            worker=worker, address=address, seconds=update))
         lab.stop_units(lab.control_plane, UNITS, ev)
         lab.stop_units(lab.etcd_members, ["etcd"], ev)
         error = lab.api_writes(ns, "nobody-home", timeout=5)
