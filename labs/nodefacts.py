@@ -203,7 +203,7 @@ def parse_journal_json(text: str) -> list[JournalLine]:
 def open_watches(lines: str, since: float = 0.0) -> dict[str, dict[str, int]]:
     """From API server audit log lines (JSON, level Metadata or more), the watches still open: a ResponseStarted
     entry of verb watch whose ResponseComplete has not been logged, started after ``since`` (epoch seconds: the
-    API server's start, so that watches cut by a restart do not count). Per user, the count per resource.
+    start of the API server's process, so that watches cut by a restart do not count). Per user, the count per resource.
 
     Self-contained (imports inside): Lab.open_watches runs this function's source on the node."""
     import json

@@ -191,7 +191,10 @@ class NodeAccess:
             "files = sorted(glob.glob(sys.argv[1].rsplit('.', 1)[0] + '*'), key=os.path.getmtime)[-2:]",
             "print(json.dumps(open_watches(''.join(open(f, errors='replace').read() for f in files), "
             "float(sys.argv[2]))))"])
-        since = self.sh(node, "systemctl show -P ActiveEnterTimestamp --timestamp=unix kube-apiserver").lstrip("@")
+        # Since the API server's process started, not since its unit became active: the unit is active only once
+        # its ExecStartPost finds the API answering (seconds later), and the watches clients reopen at once after a
+        # restart (C27 restarts it) would be left out for their whole life (5-10 min) otherwise.
+        since = self.sh(node, "systemctl show -P ExecMainStartTimestamp --timestamp=unix kube-apiserver").lstrip("@")
         return json.loads(self.sh(node, f"python3 -c {shlex.quote(script)} {path} {since or 0}"))
 
     def snapshot(self, node: str) -> Snapshot:
