@@ -6,6 +6,8 @@ from labs.registry import Evidence, check
 from labs.timing import wait_for
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
+# Beyond the grace period, the time the node may take to be marked (its last lease renewal, the controller's poll).
+MARK_MARGIN = 20
 
 
 @check(
@@ -43,7 +45,7 @@ def run(lab: Lab, ev: Evidence) -> None:
     ev.add(_("kube-controller-manager --node-monitor-grace-period: {grace:.0f}s").format(grace=grace))
     ev.expect(node_ready(lab, worker) == "True", _("{worker} is Ready").format(worker=worker))
     lab.stop_units([worker], ["kubelet"], ev)
-    status = wait_for(lambda: (s := node_ready(lab, worker)) != "True" and s, grace + 20,
+    status = wait_for(lambda: (s := node_ready(lab, worker)) != "True" and s, grace + MARK_MARGIN,
                       _("{worker} to be marked not Ready").format(worker=worker), 1)
     ev.expect(status in ("Unknown", "False"),
               _("{worker} Ready={status} within the grace period").format(worker=worker, status=status))
@@ -60,7 +62,7 @@ def seen_all(loss: NodeLoss) -> bool:
     same bound as below), tainted unreachable, Ready again once its kubelet started. Anything less, and C14 loses a
     node itself: only its own observations can fail it."""
     return (loss.status in ("Unknown", "False") and loss.not_ready_after is not None
-            and loss.not_ready_after <= loss.grace + 20 and UNREACHABLE in loss.taints and loss.ready_again)
+            and loss.not_ready_after <= loss.grace + MARK_MARGIN and UNREACHABLE in loss.taints and loss.ready_again)
 
 
 def from_record(loss: NodeLoss, ev: Evidence) -> None:
