@@ -69,6 +69,9 @@ test-topologies: deps artifacts node-image ## the external-etcd profile end to e
 test-breaks: deps artifacts node-image ## default profile: every break-and-fix exercise through `lab` (break, check fails with a hint, undo, status healthy) (not in CI)
 	@K8S_LAB_BREAKS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_break_exercises.py $(PYTEST_ARGS)
 
+test-see: deps artifacts node-image ## default profile: every "see it yourself" command of `lab show` runs as printed and leaves nothing behind (SEE_PROFILE=ha for C09, C28) (not in CI)
+	@K8S_LAB_SEE=1 K8S_LAB_SEE_PROFILE=$(or $(SEE_PROFILE),default) $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_see_it_yourself.py $(PYTEST_ARGS)
+
 test-two-labs: deps artifacts node-image ## two labs side by side (other cluster_name, node network, state folder); make down of one leaves the other healthy (not in CI)
 	@K8S_LAB_TWO_LABS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_two_labs.py $(PYTEST_ARGS)
 

@@ -1,5 +1,6 @@
 """The parts of the lab pages (docs/labs/CNN.md) that come from the lab's code, so that they have one source: the
-quotes under "Course texts" are labs.course's, the "When it fails" section is the check's hints.
+quotes under "Course texts" are labs.course's, the commands under "See it yourself" the check's (as `lab show`
+prints them for the default profile), the "When it fails" section is the check's hints.
 
     python3 -m labs.docs [--check]   # rewrite the sections from the checks (--check: only say which are stale)
 """
@@ -18,6 +19,10 @@ from labs.registry import Check, load_checks, render_see
 PAGES = Path(__file__).resolve().parent.parent / "docs" / "labs"
 WIDTH = 115
 SECTION = re.compile(r"^## When it fails\n.*?(?=^## |\Z)", re.S | re.M)
+SEE = re.compile(r"(^## See it yourself\n\n)(?:(?!```).*?\n\n)?```sh\n.*?```\n", re.S | re.M)
+SEE_INTRO = ("From the repository root, in one shell with the lab's PATH (`. .venv/bin/activate`) and the KUBECONFIG "
+             "that `make up` prints, one command after the other; `lab show {id}` prints them with your cluster's "
+             "names and addresses (here: the default profile's).")
 QUOTES = re.compile(r"(^\*\*Course texts:\*\*[^\n]*\n\n).*?\n\n(?=## )", re.S | re.M)
 
 
@@ -44,6 +49,13 @@ def hints_section(chk: Check, values: dict | None = None) -> str:
     return "## When it fails\n\n" + "\n".join(bullet(render_see(h, values)) for h in chk.hints) + "\n\n"
 
 
+def see_section(chk: Check, values: dict | None = None) -> str:
+    """The intro and the code block of "See it yourself": the check's commands filled from ``values`` (English)."""
+    values = shipped_settings() if values is None else values
+    intro = textwrap.fill(SEE_INTRO.format(id=chk.id), WIDTH, break_long_words=False, break_on_hyphens=False)
+    return intro + "\n\n```sh\n" + "\n".join(render_see(line, values) for line in chk.see) + "\n```\n"
+
+
 def quotes_section(chk: Check) -> str:
     """The course's sentences for the check, one item per course text: each quote in its language, its gloss."""
     return "\n".join(bullet(f"{text}: " + " ".join(f"«{q.original}» — *{q.gloss}*" for q in quotes))
@@ -57,8 +69,11 @@ def updated(page: str, chk: Check, values: dict | None = None) -> str:
         raise ValueError(f"{chk.id}: the page has no '## When it fails' section")
     if not QUOTES.search(page):
         raise ValueError(f"{chk.id}: the page has no '**Course texts:**' paragraph")
+    if not SEE.search(page):
+        raise ValueError(f"{chk.id}: the page has no '## See it yourself' section with a ```sh block")
     section, quotes = hints_section(chk, values), quotes_section(chk)
     page = QUOTES.sub(lambda m: m.group(1) + quotes, page, count=1)
+    page = SEE.sub(lambda m: m.group(1) + see_section(chk, values), page, count=1)
     return SECTION.sub(lambda _: section, page, count=1)
 
 

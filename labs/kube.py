@@ -3,6 +3,7 @@ events, a node's connections and containers, kube-proxy's configuration and rule
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import TYPE_CHECKING
@@ -46,7 +47,9 @@ def pod_manifest(name: str, image: str, **spec) -> dict:
             "spec": {"containers": [container], "terminationGracePeriodSeconds": 0, **spec}}
 
 
+@functools.cache
 def test_image() -> str:
+    """The lab's test image (name:version, from versions.yml)."""
     import yaml
 
     images = yaml.safe_load((ROOT / "versions.yml").read_text())["images"]

@@ -106,25 +106,44 @@ def plain(hint: str) -> str:
 REGISTRY: dict[str, Check] = {}
 
 # In a check's "see it yourself" commands, @name@ stands for a value of the cluster the command is shown for, read
-# from the lab settings the inventory publishes: @api@ the API address (host:port), @ip.<node>@ a node's address,
-# @ports.<name>@ and @paths.<name>@ the settings' ports and paths on the nodes.
+# from the lab settings the inventory publishes: @api@ the API address (host:port), @vip@ the control plane's virtual
+# IP, @ip.<node>@ a node's address, @nodes.<role>@ the names of the nodes in a role (control_plane, worker, etcd: the
+# etcd members), space-separated for a shell `for` loop, @ports.<name>@ and @paths.<name>@ the settings' ports and
+# paths on the nodes, @image@ the lab's test image (versions.yml). A learner runs the commands from the repository
+# root with the lab's PATH (`. .venv/bin/activate`: lab, kubectl) and KUBECONFIG, one after the other in one shell,
+# in the `default` namespace; tests/e2e/test_see_it_yourself.py runs them so.
 PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)?)@")
+
+
+def see_values(settings: dict) -> dict:
+    """The values the placeholders of render_see stand for."""
+    nodes = settings.get("nodes", [])
+    values: dict = {"ip": {n["name"]: n["ip"] for n in nodes},
+                    "nodes": {role: " ".join(n["name"] for n in nodes if n.get("role") == role)
+                              for role in ("control_plane", "worker")}
+                    | {"etcd": " ".join(n["name"] for n in nodes if n.get("etcd"))},
+                    "ports": settings.get("ports", {}), "paths": settings.get("paths", {})}
+    api = settings.get("api", {})
+    if api.get("endpoint"):
+        values["api"] = urlsplit(api["endpoint"]).netloc
+    if api.get("vip"):
+        values["vip"] = api["vip"]
+    from labs.kube import test_image
+
+    values["image"] = test_image()
+    return values
 
 
 def render_see(line: str, settings: dict) -> str:
     """A "see it yourself" command with its @placeholders@ filled from ``settings`` (lab_settings); a value the
     settings lack stays visible as <name>."""
-    values: dict = {"ip": {n["name"]: n["ip"] for n in settings.get("nodes", [])},
-                    "ports": settings.get("ports", {}), "paths": settings.get("paths", {})}
-    endpoint = settings.get("api", {}).get("endpoint")
-    if endpoint:
-        values["api"] = urlsplit(endpoint).netloc
+    values = see_values(settings)
 
     def fill(match: re.Match) -> str:
         value: object = values
         for part in match.group(1).split("."):
             value = value.get(part) if isinstance(value, dict) else None
-        return str(value) if isinstance(value, str | int) else f"<{match.group(1)}>"
+        return str(value) if isinstance(value, str | int) and value != "" else f"<{match.group(1)}>"
 
     return PLACEHOLDER.sub(fill, line)
 

@@ -12,8 +12,8 @@ from labs.timing import wait_for
             "components, worker nodes run the workloads."),
     texts=["000", "001", "004"],
     see=["kubectl get nodes -L node-role.kubernetes.io/control-plane",
-         "ssh cp1 'ps -o pid,args -C etcd,kube-apiserver,kube-controller-manager,kube-scheduler'",
-         "ssh w1 'ps -o pid,args -C etcd,kube-apiserver,kube-controller-manager,kube-scheduler'   # nothing",
+         "lab ssh cp1 -- ps -o pid,args -C etcd,kube-apiserver,kube-controller-manager,kube-scheduler",
+         "lab ssh w1 -- ps -o pid,args -C etcd,kube-apiserver,kube-controller-manager,kube-scheduler   # nothing",
          "kubectl get pods -A -o wide"],
     does=_("Compares the inventory with the Node objects. On every machine, looks at the running processes (the "
            "executable each one runs, not its name or its unit): the four control-plane components run on every "
@@ -25,9 +25,10 @@ from labs.timing import wait_for
           "cannot reach the API server; see C16), or a Node is left over from a machine that is gone (`kubectl delete "
           "node`)."),
         _("*cp1 (control plane): kube-scheduler does not run as the main process of its unit (no such process)*: the "
-          "unit is stopped or crashing (`ssh cp1 systemctl status kube-scheduler`, `journalctl -u kube-scheduler`); a "
-          "disruptive check running at the same time also does this. With a process named in the parentheses instead, "
-          "the binary runs, but not as the unit's main process (started by hand while the unit is down)."),
+          "unit is stopped or crashing (`lab ssh cp1 -- systemctl status kube-scheduler`, `journalctl -u "
+          "kube-scheduler`); a disruptive check running at the same time also does this. With a process named in the "
+          "parentheses instead, the binary runs, but not as the unit's main process (started by hand while the unit "
+          "is down)."),
         _("*cp1: control-plane processes outside their units: pid … /usr/local/bin/etcd (…)*: a second copy of a "
           "component runs beside its unit, started by hand (the parentheses name the unit or session scope holding "
           "it)."),

@@ -11,10 +11,15 @@ TAINT = "node-role.kubernetes.io/control-plane"
     "C02", _("A control-plane node can run workloads that tolerate its taint"),
     claim=_("In small installations a control-plane node can also run workloads."),
     texts=["000"],
-    see=["kubectl describe node cp1 | grep Taints",
-         "kubectl run t --image=localhost/k8s-arch-lab/echo:1.1.0 --overrides='{\"spec\":{\"nodeSelector\":"
-         "{\"kubernetes.io/hostname\":\"cp1\"},\"tolerations\":[{\"key\":\"node-role.kubernetes.io/control-plane\","
-         "\"effect\":\"NoSchedule\"}]}}'"],
+    see=["kubectl describe node cp1 | grep -A1 Taints",
+         "kubectl run tolerant --image=@image@ "
+         "--overrides='{\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"cp1\"},\"tolerations\":[{\"key\":\"node-role.kubernetes.io/control-plane\",\"effect\":\"NoSchedule\"}]}}'",
+         "kubectl run plain --image=@image@ "
+         "--overrides='{\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"cp1\"}}}'",
+         "kubectl wait --for=condition=Ready pod/tolerant --timeout=90s; kubectl get pods tolerant plain -o wide   # "
+         "plain: Pending",
+         "kubectl get events --field-selector involvedObject.name=plain   # FailedScheduling: the taint",
+         "kubectl delete pod tolerant plain"],
     does=_("Reads the taints of every control-plane node (each must carry the control-plane NoSchedule taint), then "
            "asks for two pods on each control-plane node: with the toleration it runs there; without it, it stays "
            "Pending with a FailedScheduling event naming the taint."),

@@ -10,19 +10,19 @@ NODE = ["kubelet", "kube-proxy", "containerd"]
     claim=_("The minimal control plane is etcd, kube-apiserver, kube-scheduler and kube-controller-manager; kubelet "
             "and kube-proxy run on every node, beside a CRI container runtime."),
     texts=["000", "001", "004"],
-    see=["ssh cp1 systemctl status etcd kube-apiserver kube-scheduler kube-controller-manager",
-         "ssh w1 systemctl status kubelet kube-proxy containerd",
-         "ssh w1 'readlink /proc/$(systemctl show -P MainPID kube-proxy)/exe'",
-         "ssh w1 crictl version"],
+    see=["lab ssh cp1 -- systemctl status etcd kube-apiserver kube-scheduler kube-controller-manager",
+         "lab ssh w1 -- systemctl status kubelet kube-proxy containerd",
+         "lab ssh w1 -- 'readlink /proc/$(systemctl show -P MainPID kube-proxy)/exe'",
+         "lab ssh w1 -- crictl version"],
     does=_("On each node (and each machine of an external etcd), for each component it should run: the systemd unit "
            "is active and its main process executes the component's own binary (a unit that runs something else does "
            "not count), with the version that binary reports; then whether the runtime answers over CRI (crictl "
            "version)."),
     hints=[
         _("*w1: kube-proxy.service is inactive, its main process none — not kube-proxy*: the unit is stopped or "
-          "crashing (`ssh w1 systemctl status kube-proxy`, `journalctl -u kube-proxy`); a disruptive check (C25, C27, "
-          "…) running at the same time stops units for a while. *failed* or *activating* instead of *inactive*: it "
-          "keeps exiting."),
+          "crashing (`lab ssh w1 -- systemctl status kube-proxy`, `journalctl -u kube-proxy`); a disruptive check "
+          "(C25, C27, …) running at the same time stops units for a while. *failed* or *activating* instead of "
+          "*inactive*: it keeps exiting."),
         _("*cp1: etcd.service is failed, …*: etcd failed to start — typically a certificate or data-directory problem "
           "(`journalctl -u etcd`); with etcd down the API server fails next."),
         _("*w1: kube-proxy.service is active, its main process pid … /usr/bin/something (kube-proxy.service) — not "

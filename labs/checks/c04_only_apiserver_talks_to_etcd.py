@@ -15,11 +15,13 @@ LAB_ADMIN = "lab-admin-"  # the scopes the lab runs its own etcdctl reads in (La
     "C04", _("Only the API server talks to etcd; everything else talks to the API server"),
     claim=_("Everything goes through the API server, and only the API server talks to etcd."),
     texts=["000", "001", "004"],
-    see=["ssh cp1 ss -tnp state established '( dport = :@ports.etcd_client@ )'   # etcd's clients: kube-apiserver only",
-         "ssh cp1 systemctl show -P MainPID kube-apiserver         # the PID ss shows for them",
-         "ssh w1 ss -tnp state established                         # kubelet, kube-proxy -> the API address",
-         "ssh cp1 curl --cacert @paths.etcd_pki_dir@/ca.crt https://@ip.cp1@:@ports.etcd_client@/health   # refused",
-         "ssh cp1 journalctl -u etcd | grep 'rejected connection'"],
+    see=["lab ssh cp1 -- \"ss -tnp state established '( dport = :@ports.etcd_client@ )'\"   # etcd's clients: "
+         "kube-apiserver only",
+         "lab ssh cp1 -- systemctl show -P MainPID kube-apiserver   # the PID ss shows for them",
+         "lab ssh w1 -- ss -tnp state established   # kubelet, kube-proxy -> the API address",
+         "lab ssh cp1 -- curl -sS --cacert @paths.etcd_pki_dir@/ca.crt https://@ip.cp1@:@ports.etcd_client@/health   "
+         "# refused",
+         "lab ssh cp1 -- \"journalctl -u etcd | grep 'rejected connection' | tail -3\""],
     does=_("On every machine (the nodes, and an external etcd's), takes the established TCP connections with the "
            "processes holding them, every process's executable and cgroup, and the main PID of each component's unit. "
            "A connection to etcd's client port must be held by the main process of kube-apiserver.service (PID and "

@@ -33,11 +33,16 @@ def refusal(call) -> tuple[int, str]:
     claim=_("The API server validates requests, authenticates and authorizes callers; it holds no business logic and "
             "does not decide placement."),
     texts=["000", "001"],
-    see=["kubectl run Bad_Name --image=x                     # 422 Invalid",
-         "curl --cacert ca.crt https://@api@/api/v1/pods   # no credentials: 401",
-         "kubectl create sa nobody; kubectl create token nobody  # then: kubectl --token=... get pods -> Forbidden",
-         "kubectl get pods -w -o wide   # a new pod: NODE <none> first, then the scheduler's choice",
-         "kubectl get events --field-selector reason=Scheduled"],
+    see=["kubectl run Bad_Name --image=x   # 422 Invalid",
+         "lab ssh cp1 -- curl -sS --cacert @paths.pki_dir@/ca.crt https://@api@/api/v1/pods   # 401: no credentials",
+         "kubectl create serviceaccount nobody",
+         "kubectl --user=nobody --token=$(kubectl create token nobody) get pods   # Forbidden: known, but allowed "
+         "nothing",
+         "kubectl get pods -w -o wide   # in another terminal: a new pod has NODE <none> first, then the scheduler's "
+         "choice",
+         "kubectl run newcomer --image=@image@; kubectl wait --for=condition=PodScheduled pod/newcomer --timeout=60s",
+         "kubectl get events --field-selector reason=Scheduled,involvedObject.name=newcomer   # by default-scheduler",
+         "kubectl delete pod newcomer; kubectl delete serviceaccount nobody"],
     does=_("At every API server's own address (not through the load-balanced one): sends a malformed pod (422), an "
            "anonymous request (401/403), and a request with the token of a fresh ServiceAccount that has no RBAC "
            "rights (403, the message naming the account: authenticated, not authorized). Then watches a new pod from "

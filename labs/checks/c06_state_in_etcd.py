@@ -22,10 +22,14 @@ def printable(data: bytes, n: int = 70, at: bytes = b"") -> str:
     "C06", _("Cluster state lives in etcd; every change through the API is stored there"),
     claim=_("Cluster configuration and state live in etcd; every change made through the API is stored there."),
     texts=["000", "001"],
-    see=["kubectl -n demo create configmap note --from-literal=text=hello",
-         "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry/configmaps/demo/note | strings'",
-         "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry/secrets/demo/s | hexdump -C | head'",
-         "ssh cp1 '. /etc/etcd/etcdctl.env; etcdctl get /registry --prefix --keys-only | head'"],
+    see=["kubectl create configmap note --from-literal=text=hello",
+         "lab ssh cp1 -- '. @paths.etcd_config_dir@/etcdctl.env; etcdctl get /registry/configmaps/default/note | od "
+         "-c | head'   # hello, in protobuf",
+         "kubectl create secret generic secret-note --from-literal=text=hello",
+         "lab ssh cp1 -- '. @paths.etcd_config_dir@/etcdctl.env; etcdctl get /registry/secrets/default/secret-note | "
+         "od -c | head'   # k8s:enc:secretbox:v1: and no hello",
+         "lab ssh cp1 -- '. @paths.etcd_config_dir@/etcdctl.env; etcdctl get /registry --prefix --keys-only | head'",
+         "kubectl delete configmap note; kubectl delete secret secret-note"],
     does=_("Creates a ConfigMap through the API and reads its key in etcd with etcdctl on every etcd member (the "
            "value, in the API server's protobuf encoding, holds the data); changes it (new value, higher "
            "mod_revision); deletes it (key gone). Writes a Secret through every API server (each at its own address) "

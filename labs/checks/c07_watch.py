@@ -35,9 +35,12 @@ def component_conns(lab: Lab, api_ports: set[int]) -> tuple[set[tuple[str, str, 
     "C07", _("The API server broadcasts changes to the clients that watch"),
     claim=_("The API server broadcasts changes: other components watch it and react (or re-read periodically)."),
     texts=["000", "004"],
-    see=["kubectl get configmaps -w --output-watch-events   # in one terminal; create/edit/delete in another",
-         "ssh cp1 \"grep '\\\"verb\\\":\\\"watch\\\"' /var/log/kubernetes/audit.log | grep kube-scheduler | tail -3\"",
-         "ssh w1 ss -tnp state established   # kubelet, kube-proxy: long-lived connections to the API address"],
+    see=["kubectl get configmaps -w --output-watch-events   # in another terminal: ADDED, MODIFIED, DELETED",
+         "kubectl create configmap watched --from-literal=n=1; kubectl patch configmap watched -p "
+         "'{\"data\":{\"n\":\"2\"}}'; kubectl delete configmap watched",
+         "lab ssh cp1 -- \"grep '\\\"verb\\\":\\\"watch\\\"' /var/log/kubernetes/audit.log | grep kube-scheduler | "
+         "tail -3\"",
+         "lab ssh w1 -- ss -tnp state established   # kubelet, kube-proxy: long-lived connections to the API address"],
     does=_("Opens a watch on ConfigMaps with its own client while the lab's client creates, changes and deletes one: "
            "the watch must receive ADDED, MODIFIED, DELETED. Then shows each component's own watches: the API "
            "servers' audit logs record every watch when it starts and when it ends, so the open ones are known per "

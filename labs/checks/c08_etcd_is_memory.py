@@ -9,8 +9,15 @@ from labs.timing import wait_for
     "C08", _("etcd is the cluster's memory: nothing works without it, nothing is lost when it returns"),
     claim=_("etcd is the cluster's memory: without it the cluster cannot work, and nothing is lost when it returns."),
     texts=["001"],
-    see=["ssh cp1 systemctl stop etcd   # on every etcd member", "kubectl create configmap x  # fails",
-         "curl http://<pod-ip>:8080/     # from a worker: still answers", "ssh cp1 systemctl start etcd"],
+    see=["kubectl run survivor --image=@image@; kubectl wait --for=condition=Ready pod/survivor --timeout=90s",
+         "ip=$(kubectl get pod survivor -o jsonpath='{.status.podIP}'); echo $ip",
+         "for n in @nodes.etcd@; do lab ssh $n -- systemctl stop etcd; done   # every etcd member",
+         "kubectl create configmap x --request-timeout=10s   # fails: nothing can store it",
+         "lab ssh w1 -- curl -sS http://$ip:8080/   # the pod still answers",
+         "for n in @nodes.etcd@; do lab ssh $n -- systemctl start --no-block etcd; done",
+         "lab status --wait 180   # the lab healthy again",
+         "kubectl get configmaps   # what was there before is still there",
+         "kubectl delete pod survivor"],
     does=_("Creates a ConfigMap and a pod, stops etcd on every member, tries an API write (it fails) and calls the "
            "pod from a worker (it answers), starts etcd again and finds the ConfigMap intact."),
     hints=[
@@ -19,8 +26,8 @@ from labs.timing import wait_for
           "etcd outside the inventory's `etcd` group (`systemctl cat kube-apiserver | grep etcd-servers`)."),
         _("*the pod did not answer while etcd was down: ''*: the pod network between w2 and the pod's node is broken "
           "(claim C26) — this does not depend on etcd; check it with etcd running."),
-        _("*timed out after 120s waiting for the API to read again*: etcd did not come back (`ssh cp1 journalctl -u "
-          "etcd`; in `ha`, a member waiting for its peers), or kube-apiserver gave up (`systemctl status "
+        _("*timed out after 120s waiting for the API to read again*: etcd did not come back (`lab ssh cp1 -- "
+          "journalctl -u etcd`; in `ha`, a member waiting for its peers), or kube-apiserver gave up (`systemctl status "
           "kube-apiserver`). With *(last error: … 404 …)* the API is back but the ConfigMap is gone: etcd came back "
           "with an empty data directory."),
         _("*wrote ConfigMap 'before' through the API* marked NOT: the cluster was not writable before the check "

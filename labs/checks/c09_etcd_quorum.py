@@ -9,9 +9,15 @@ from labs.timing import wait_for
     claim=_("etcd is consistent and fault tolerant, and needs at least three members for that: three members survive "
             "the loss of one; losing two of three stops writes."),
     texts=["000"],
-    see=[". /etc/etcd/etcdctl.env; etcdctl member list -w table", "etcdctl endpoint health --cluster",
-         "ssh cp3 systemctl stop etcd; kubectl create configmap a  # works",
-         "ssh cp2 systemctl stop etcd; kubectl create configmap b  # fails"],
+    see=["lab ssh cp1 -- '. @paths.etcd_config_dir@/etcdctl.env; etcdctl member list -w table'",
+         "lab ssh cp1 -- '. @paths.etcd_config_dir@/etcdctl.env; etcdctl endpoint health --cluster'",
+         "lab ssh cp1 -- '. @paths.etcd_config_dir@/etcdctl.env; etcdctl endpoint status --cluster -w table'   # the "
+         "leader, the Raft term and index",
+         "lab ssh cp3 -- systemctl stop etcd; kubectl create configmap one-down --request-timeout=10s   # works",
+         "lab ssh cp2 -- systemctl stop etcd; kubectl create configmap two-down --request-timeout=10s   # fails",
+         "lab ssh cp2 -- systemctl start --no-block etcd; lab ssh cp3 -- systemctl start --no-block etcd",
+         "lab status --wait 180   # the lab healthy again",
+         "kubectl delete configmap one-down"],
     does=_("With three members: stops one, writes (succeeds), stops a second, writes (fails), starts both, and finds "
            "three healthy members and the data written before. Skipped below three members."),
     hints=[
@@ -19,10 +25,10 @@ from labs.timing import wait_for
           "quorum — one of them was already unhealthy before the check (`etcdctl endpoint health --cluster`), or the "
           "API servers name only the stopped member (`systemctl cat kube-apiserver | grep etcd-servers`)."),
         _("*timed out after 30s waiting for writes to fail with two members down*: the members did not really stop (a "
-          "unit with `KillMode=none`; `ssh cp2 pgrep -a etcd`), or the cluster has more than three members, so two "
-          "down still leaves a majority."),
-        _("*timed out after 120s waiting for three healthy members*: a restarted member cannot rejoin — see `ssh cp3 "
-          "journalctl -u etcd` (peer certificate, a changed member ID after its data directory was removed)."),
+          "unit with `KillMode=none`; `lab ssh cp2 -- pgrep -a etcd`), or the cluster has more than three members, so "
+          "two down still leaves a majority."),
+        _("*timed out after 120s waiting for three healthy members*: a restarted member cannot rejoin — see `lab ssh "
+          "cp3 -- journalctl -u etcd` (peer certificate, a changed member ID after its data directory was removed)."),
         _("*timed out … waiting for the data written with one member down*: the API server is not back yet, or, with "
           "a 404, the committed write was lost — which Raft should never allow."),
     ],

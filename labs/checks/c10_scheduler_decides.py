@@ -14,8 +14,14 @@ from labs.timing import wait_for
     claim=_("kube-scheduler decides where a pod runs and records the decision through the API server; it starts "
             "nothing itself."),
     texts=["000", "001", "004"],
-    see=["ssh cp1 systemctl stop kube-scheduler  # on every control-plane node", "kubectl run p --image=...  # Pending",
-         "kubectl get events --field-selector reason=Scheduled", "ssh w1 crictl ps --name main"],
+    see=["for n in @nodes.control_plane@; do lab ssh $n -- systemctl stop kube-scheduler; done",
+         "kubectl run waiting --image=@image@; sleep 10; kubectl get pod waiting -o wide   # Pending, NODE <none>",
+         "for n in @nodes.control_plane@; do lab ssh $n -- systemctl start kube-scheduler; done",
+         "kubectl wait --for=condition=Ready pod/waiting --timeout=120s",
+         "kubectl get events --field-selector reason=Scheduled,involvedObject.name=waiting   # by default-scheduler",
+         "lab ssh $(kubectl get pod waiting -o jsonpath='{.spec.nodeName}') -- crictl ps --label "
+         "io.kubernetes.pod.name=waiting",
+         "kubectl delete pod waiting"],
     does=_("Times how long the running scheduler takes to bind a pod. Stops the scheduler on every control-plane "
            "node, creates a pod and sees it stay Pending without a node for as long as a running scheduler could have "
            "taken (its podMaxBackoffSeconds, or three times the time just measured, whichever is longer); starts the "
@@ -25,8 +31,8 @@ from labs.timing import wait_for
         _("*timed out after 60s waiting for the scheduler to bind a pod*: the scheduler was already down before the "
           "check (`systemctl status kube-scheduler`), or none of them is leader."),
         _("*the pod got node 'w1' without a scheduler*: a scheduler still runs — the unit did not stop it (a drop-in "
-          "with `KillMode=none`; `ssh cp1 pgrep -a kube-scheduler`), or a second scheduler outside the inventory's "
-          "control plane is connected to the API."),
+          "with `KillMode=none`; `lab ssh cp1 -- pgrep -a kube-scheduler`), or a second scheduler outside the "
+          "inventory's control plane is connected to the API."),
         _("*timed out after 120s waiting for a node for the pod*: the schedulers did not come back (`systemctl status "
           "kube-scheduler`, `journalctl -u kube-scheduler`), or none of them became leader."),
         _("*timed out … waiting for the Scheduled event*: the event was not recorded (or lost when an API server "

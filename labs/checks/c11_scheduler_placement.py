@@ -29,11 +29,16 @@ def failed_scheduling(lab: Lab, ns: str, pod: str) -> str:
             "demand changes."),
     texts=["001", "004"],
     see=["kubectl describe node w1 | grep -A6 Allocatable",
-         "kubectl create deployment big --image=localhost/k8s-arch-lab/echo:1.1.0",
-         "kubectl set resources deployment big --requests=cpu=64; kubectl get events | grep FailedScheduling",
-         "kubectl cordon w1; kubectl scale deployment web --replicas=3; kubectl get pods -o wide; kubectl uncordon w1",
-         "kubectl taint node w2 k8s-arch-lab/c11=closed:NoSchedule; kubectl scale deployment web --replicas=5",
-         "kubectl taint node w2 k8s-arch-lab/c11-"],
+         "kubectl create deployment big --image=@image@; kubectl set resources deployment big --requests=cpu=64",
+         "sleep 5; kubectl get events --field-selector reason=FailedScheduling   # Insufficient cpu",
+         "kubectl create deployment web --image=@image@; kubectl rollout status deployment web --timeout=90s",
+         "kubectl cordon w1; kubectl scale deployment web --replicas=3; kubectl rollout status deployment web "
+         "--timeout=90s",
+         "kubectl get pods -l app=web -o wide   # no new one on w1",
+         "kubectl uncordon w1; kubectl taint node w2 k8s-arch-lab/c11=closed:NoSchedule",
+         "kubectl scale deployment web --replicas=5; kubectl rollout status deployment web --timeout=90s; kubectl "
+         "get pods -l app=web -o wide   # no new one on w2",
+         "kubectl taint node w2 k8s-arch-lab/c11-; kubectl delete deployment big web"],
     does=_("Asks for a pod with more CPU than any node can allocate (Pending, FailedScheduling: Insufficient cpu); "
            "pins a pod to the last worker with a node selector (placed there). Runs a one-replica Deployment; cordons "
            "the first worker and scales up: every new replica is bound by default-scheduler elsewhere; uncordons it. "

@@ -12,9 +12,13 @@ REPLICAS = 3
     claim=_("Controllers are loops that drive the actual state towards the desired state: the replication controllers "
             "keep the number of pods."),
     texts=["000", "001", "004"],
-    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=3",
-         "kubectl delete pod <one of web's pods>; kubectl get pods -w",
-         "kubectl get events --field-selector reason=SuccessfulCreate   # by replicaset-controller"],
+    see=["kubectl create deployment web --image=@image@ --replicas=3; kubectl rollout status deployment web "
+         "--timeout=90s",
+         "kubectl delete $(kubectl get pods -l app=web -o name | head -1); kubectl get pods -l app=web",
+         "kubectl rollout status deployment web --timeout=90s; kubectl get pods -l app=web   # three again, one of "
+         "them new",
+         "kubectl get events --field-selector reason=SuccessfulCreate   # by replicaset-controller",
+         "kubectl delete deployment web"],
     does=_("Runs a Deployment of {replicas} replicas, deletes one of its pods, and waits (bounded) until a "
            "replacement with a new name, owned by the same ReplicaSet, is ready and the count is back to {replicas}; "
            "shows the ReplicaSet controller's SuccessfulCreate event for it.").format(replicas=REPLICAS),

@@ -21,16 +21,20 @@ def deployment(name: str, replicas: int) -> dict:
     claim=_("All built-in controllers run in the one kube-controller-manager process; if it stops, changes made "
             "through the API are not acted upon."),
     texts=["000", "004"],
-    see=["ssh cp1 systemctl stop kube-controller-manager  # on every control-plane node",
-         "kubectl scale deploy web --replicas=3; kubectl get pods  # nothing new",
-         "ssh cp1 systemctl start kube-controller-manager"],
+    see=["kubectl create deployment web --image=@image@ --replicas=2; kubectl rollout status deployment web "
+         "--timeout=90s",
+         "for n in @nodes.control_plane@; do lab ssh $n -- systemctl stop kube-controller-manager; done",
+         "kubectl scale deployment web --replicas=4; sleep 10; kubectl get pods -l app=web   # still two",
+         "for n in @nodes.control_plane@; do lab ssh $n -- systemctl start kube-controller-manager; done",
+         "kubectl rollout status deployment web --timeout=120s; kubectl get pods -l app=web   # four",
+         "kubectl delete deployment web"],
     does=_("Runs a one-replica Deployment and times how long the controllers take to create a pod when it is scaled "
            "to two. Stops the controller manager everywhere, scales to four and sees no new pod for three times that "
            "long (at least 5 s); starts it and sees the four pods appear."),
     hints=[
         _("*pods appeared without the controller manager (4)*: a controller manager still runs — the unit's stop did "
-          "not end the process (`ssh cp1 pgrep -a kube-controller`), or one runs outside the inventory's control "
-          "plane."),
+          "not end the process (`lab ssh cp1 -- pgrep -a kube-controller`), or one runs outside the inventory's "
+          "control plane."),
         _("*timed out after 90s waiting for the Deployment's first pod*, or *… waiting for the controllers to create "
           "the second pod*: the controller manager was already down before the check (a disruptive check running at "
           "the same time?) — `kubectl get events -n lab-c13-…`."),

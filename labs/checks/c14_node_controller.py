@@ -14,8 +14,13 @@ MARK_MARGIN = 20
     "C14", _("The node controller notices a node that stops reporting"),
     claim=_("The node controller watches node health and reacts when a node stops reporting."),
     texts=["001", "004"],
-    see=["ssh w2 systemctl stop kubelet", "kubectl get node w2 -w   # Ready -> Unknown after the grace period",
-         "kubectl describe node w2 | grep Taints", "ssh w2 systemctl start kubelet"],
+    see=["kubectl get node w2 -w   # in another terminal: Ready -> Unknown after the grace period",
+         "lab ssh w2 -- systemctl stop kubelet",
+         "kubectl -n kube-node-lease get lease w2 -o jsonpath='{.spec.renewTime}'; echo   # no longer moves",
+         "kubectl wait --for=condition=Ready=Unknown node/w2 --timeout=120s; kubectl describe node w2 | grep -A2 "
+         "Taints   # node.kubernetes.io/unreachable",
+         "kubectl get node w2 -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].message}'; echo",
+         "lab ssh w2 -- systemctl start kubelet; kubectl wait --for=condition=Ready node/w2 --timeout=120s"],
     does=_("Stops the kubelet on a worker, waits at most the controller manager's --node-monitor-grace-period (plus "
            "the lease renewal margin) for Ready to turn Unknown/False and the unreachable taint to appear, then "
            "starts the kubelet and waits for Ready. In a run that holds C29 too (`lab check --all`), C29 loses the "
@@ -24,14 +29,14 @@ MARK_MARGIN = 20
            "itself."),
     hints=[
         _("*w2 is Ready* marked NOT: the node was already not Ready before the check; fix that first (`kubectl "
-          "describe node w2`, `ssh w2 systemctl status kubelet`)."),
+          "describe node w2`, `lab ssh w2 -- systemctl status kubelet`)."),
         _("*timed out after 60s waiting for w2 to be marked not Ready*: the kubelet kept reporting — the stop did not "
-          "end it (`ssh w2 pgrep -a kubelet`) — or the node controller is not running (kube-controller-manager "
+          "end it (`lab ssh w2 -- pgrep -a kubelet`) — or the node controller is not running (kube-controller-manager "
           "stopped, or not leader anywhere)."),
         _("*timed out after 30s waiting for the unreachable taint*: the node lifecycle controller marks the condition "
           "but does not taint — a controller-manager flag or feature gate changed."),
-        _("*timed out after 90s waiting for w2 Ready again*: the kubelet does not come back (`ssh w2 journalctl -u "
-          "kubelet`), e.g. its client certificate or kubeconfig is unusable."),
+        _("*timed out after 90s waiting for w2 Ready again*: the kubelet does not come back (`lab ssh w2 -- journalctl "
+          "-u kubelet`), e.g. its client certificate or kubeconfig is unusable."),
     ],
     disruptive=True,
     reads="C29",

@@ -17,10 +17,12 @@ REACTION = 30  # seconds: the controller reacts to watch events, not to a timer
     "C15", _("Your own controller works against the same API"),
     claim=_("You can write your own controllers (operators) against the same API."),
     texts=["000"],
-    see=["python -m labs.controller demo     # the lab's controller (labs/controller.py), in another terminal",
-         "kubectl -n demo create configmap team --from-literal=name=world; kubectl -n demo label cm team "
+    see=["python -m labs.controller   # the lab's controller (labs/controller.py), in another terminal",
+         "kubectl create configmap team --from-literal=name=world; kubectl label configmap team "
          "k8s-arch-lab/greeting=",
-         "kubectl -n demo get configmap team-greeting -o yaml --show-managed-fields"],
+         "kubectl wait --for=create configmap/team-greeting --timeout=30s; kubectl get configmap team-greeting -o "
+         "yaml --show-managed-fields",
+         "kubectl delete configmap team team-greeting"],
     does=_("Creates a labelled ConfigMap while no controller runs (nothing derived appears), then runs the lab's "
            "GreetingController (labs/controller.py, official client, watch + reconcile) in a thread for a bounded "
            "time: the derived ConfigMap appears, owned by the source and written by the controller's field manager; "

@@ -7,13 +7,17 @@ from labs.registry import Evidence, check
     "C16", _("kubelet runs on every node, control plane included, and registers it"),
     claim=_("kubelet runs on every node, control plane included, and registers it."),
     texts=["000"],
-    see=["kubectl get nodes", "ssh cp1 systemctl status kubelet",
-         "kubectl -n kube-node-lease get leases", "ssh cp1 journalctl -u kubelet | grep -i register"],
+    see=["kubectl get nodes",
+         "lab ssh cp1 -- systemctl status kubelet",
+         "kubectl get nodes -o custom-columns=NAME:.metadata.name,KUBELET:.status.nodeInfo.kubeletVersion; lab ssh "
+         "w1 -- kubelet --version",
+         "kubectl -n kube-node-lease get leases",
+         "lab ssh cp1 -- 'journalctl -u kubelet | grep -i register | tail -3'"],
     does=_("For each inventory machine: kubelet.service active with a kubelet as its main process, a Node object of "
            "the same name whose kubelet version is that binary's, Ready, and a current heartbeat (its Lease renewed "
            "within leaseDurationSeconds, by the API server's clock)."),
     hints=[
-        _("*w1: kubelet.service is inactive (main process none)*: the unit is stopped or crash-looping (`ssh w1 "
+        _("*w1: kubelet.service is inactive (main process none)*: the unit is stopped or crash-looping (`lab ssh w1 -- "
           "systemctl status kubelet`, `journalctl -u kubelet`); C14 stops it for a minute while it runs. *failed*, "
           "*activating* or *deactivating* instead: it is exiting or restarting."),
         _("*w1: kubelet.service is active (main process pid … /usr/bin/… (kubelet.service))*: the unit runs another "

@@ -10,10 +10,12 @@ from labs.timing import wait_for
     claim=_("kubelet learns through the API server that a pod was assigned to its node and starts it through the "
             "container runtime."),
     texts=["000", "004"],
-    see=["kubectl run bound --image=localhost/k8s-arch-lab/echo:1.1.0 --overrides='{\"spec\":{\"nodeName\":\"w1\"}}'",
-         "kubectl get events --field-selector involvedObject.name=bound   # no Scheduled event; kubelet's events",
-         "ssh w1 crictl ps --name main --label io.kubernetes.pod.name=bound",
-         "ssh w2 crictl ps --name main --label io.kubernetes.pod.name=bound   # nothing"],
+    see=["kubectl run bound --image=@image@ --overrides='{\"spec\":{\"nodeName\":\"w1\"}}'; kubectl wait "
+         "--for=condition=Ready pod/bound --timeout=90s",
+         "kubectl get events --field-selector involvedObject.name=bound   # no Scheduled event; the kubelet's events",
+         "lab ssh w1 -- crictl ps --label io.kubernetes.pod.name=bound",
+         "lab ssh w2 -- crictl ps --label io.kubernetes.pod.name=bound   # an empty list",
+         "kubectl delete pod bound"],
     does=_("Creates, for every worker, a pod with spec.nodeName already set to it (the scheduler is not involved: no "
            "Scheduled event). Each pod runs; its events come from that worker's kubelet; its container is in that "
            "worker's containerd (crictl, same id as the pod status) and in no other node's."),

@@ -20,10 +20,20 @@ def restarted(lab: Lab, ns: str, count: int):
     "C18", _("kubelet restarts failed containers and reports their state"),
     claim=_("kubelet watches the containers it started, restarts failed ones and reports their state."),
     texts=["000", "004"],
-    see=["ssh w1 'crictl inspect $(crictl ps -q --name main --label io.kubernetes.pod.name=probed) | grep pid'",
-         "ssh w1 kill -9 <that pid>; kubectl get pod probed -w    # RESTARTS 1, Running",
-         "kubectl exec probed -- sh -c ': > /tmp/unhealthy' # /healthz fails: the liveness probe kills it",
-         "kubectl get events --field-selector involvedObject.name=probed   # Unhealthy, Killing"],
+    see=["kubectl run probed --image=@image@ "
+         "--overrides='{\"spec\":{\"containers\":[{\"name\":\"probed\",\"image\":\"@image@\",\"livenessProbe\":{\"httpGet\":{\"path\":\"/healthz\",\"port\":8080},\"periodSeconds\":2}}]}}'",
+         "kubectl wait --for=condition=Ready pod/probed --timeout=90s; node=$(kubectl get pod probed -o "
+         "jsonpath='{.spec.nodeName}')",
+         "lab ssh $node -- 'crictl inspect --output go-template --template \"{{.info.pid}}\" $(crictl ps -q --label "
+         "io.kubernetes.pod.name=probed)'   # its main process",
+         "lab ssh $node -- 'kill -9 $(crictl inspect --output go-template --template \"{{.info.pid}}\" $(crictl ps "
+         "-q --label io.kubernetes.pod.name=probed))'",
+         "kubectl wait --for=jsonpath='{.status.containerStatuses[0].restartCount}'=1 pod/probed --timeout=60s; "
+         "kubectl get pod probed   # RESTARTS 1",
+         "kubectl exec probed -- sh -c ': > /tmp/unhealthy'   # /healthz fails: the liveness probe kills it",
+         "kubectl wait --for=jsonpath='{.status.containerStatuses[0].restartCount}'=2 pod/probed --timeout=90s",
+         "kubectl get events --field-selector involvedObject.name=probed   # Unhealthy, Killing",
+         "kubectl delete pod probed"],
     does=_("Runs a pod with an HTTP liveness probe on /healthz. Finds its container's main process on the node "
            "(crictl inspect) and kills it with SIGKILL: restartCount goes up, the last state shows the kill (137), "
            "and the pod runs again. Then makes /healthz fail (exec: create /tmp/unhealthy): the kubelet reports "

@@ -21,8 +21,10 @@ def heartbeat_limit(report: float, update: float, lease: float) -> float:
     "C19", _("Nodes report their state and resources all the time"),
     claim=_("Nodes report their state and resources to the control plane all the time."),
     texts=["001", "004"],
-    see=["kubectl -n kube-node-lease get lease -w -o custom-columns=NAME:.metadata.name,RENEWED:.spec.renewTime",
-         "kubectl get node w1 -o jsonpath='{.status.capacity}'; ssh w1 'nproc; grep MemTotal /proc/meminfo'",
+    see=["kubectl -n kube-node-lease get lease -w -o custom-columns=NAME:.metadata.name,RENEWED:.spec.renewTime   # "
+         "in another terminal",
+         "kubectl get node w1 -o jsonpath='{.status.capacity}'; echo; lab ssh w1 -- 'nproc; grep MemTotal "
+         "/proc/meminfo'",
          "kubectl describe node w1 | grep -A8 Conditions"],
     does=_("Watches each node's Lease in kube-node-lease until it has been renewed twice: the kubelet renews it every "
            "quarter of leaseDurationSeconds (its renew interval), so the gap between two renewals must stay within "

@@ -28,10 +28,12 @@ def status_of(call) -> int:
     claim=_("kubelet talks to the API server over the same HTTPS API as kubectl, with its own credentials, and is "
             "restricted to what its node needs."),
     texts=["004"],
-    see=["ssh w1 \"grep client-certificate-data /var/lib/kubelet/kubeconfig | awk '{print $2}' | base64 -d | "
-         "openssl x509 -noout -subject\"",
-         "ssh w1 kubectl --kubeconfig /var/lib/kubelet/kubeconfig get secret other -n demo   # Forbidden",
-         "kubectl auth can-i get secrets --as=system:node:w1 --as-group=system:nodes -n demo"],
+    see=["lab ssh w1 -- cat /var/lib/kubelet/kubeconfig | grep client-certificate-data | awk '{print $2}' | base64 "
+         "-d | openssl x509 -noout -subject   # CN=system:node:w1, O=system:nodes",
+         "kubectl create secret generic unrelated --from-literal=k=v",
+         "kubectl auth can-i get secret/unrelated --as=system:node:w1 --as-group=system:nodes   # no",
+         "kubectl auth can-i get node/w1 --as=system:node:w1 --as-group=system:nodes   # yes",
+         "kubectl delete secret unrelated"],
     does=_("Reads a worker's kubelet kubeconfig over SSH and uses its client certificate (in a 0600 temp directory, "
            "removed afterwards) with the official client against the API server: the certificate's subject is "
            "system:node:<name> in system:nodes; it reads its own Node and a Secret mounted by a pod on its node, but "

@@ -14,9 +14,12 @@ EXEC_SECONDS = 15  # how long the exec keeps its stream (and the API server's co
     claim=_("The control plane reaches a node through the kubelet's own HTTPS endpoint, which requires "
             "authentication."),
     texts=["004"],
-    see=["kubectl logs <pod>; kubectl exec <pod> -- cat /etc/hostname",
-         "ssh cp1 curl -sk https://@ip.w1@:10250/pods          # Unauthorized",
-         "kubectl exec <pod on w1> -- sleep 30 &  ssh w1 ss -tnp state established '( sport = :10250 )'"],
+    see=["kubectl run talker --image=@image@; kubectl wait --for=condition=Ready pod/talker --timeout=90s",
+         "kubectl logs talker; kubectl exec talker -- cat /etc/hostname",
+         "lab ssh cp1 -- curl -sSk https://@ip.w1@:10250/pods   # Unauthorized",
+         "kubectl exec talker -- sleep 20 & sleep 3; lab ssh $(kubectl get pod talker -o "
+         "jsonpath='{.spec.nodeName}') -- \"ss -tnp state established '( sport = :10250 )'\"",
+         "kubectl delete pod talker"],
     does=_("Reads a pod's logs and runs a command in it through the API server. Calls the kubelet's port on every "
            "node, control plane included, without credentials (401) and with the API server's kubelet-client "
            "certificate (200). During a {exec_seconds}s exec, lists the connections to the kubelet port on the pod's "

@@ -11,9 +11,12 @@ from labs.registry import Evidence, check
     claim=_("The container runtime (containerd, CRI-O, … through CRI) pulls images and runs containers for the "
             "kubelet."),
     texts=["000", "001", "004"],
-    see=["kubectl get nodes -o wide                     # CONTAINER-RUNTIME containerd://…",
-         "ssh w1 ctr -n k8s.io images ls | grep echo; ssh w1 crictl images",
-         "ssh w1 crictl ps --label io.kubernetes.pod.name=<pod>; ssh w1 crictl pods --name <pod>"],
+    see=["kubectl get nodes -o wide   # CONTAINER-RUNTIME containerd://...",
+         "lab ssh w1 -- 'ctr -n k8s.io images ls | grep echo'; lab ssh w1 -- crictl images",
+         "kubectl run boxed --image=@image@; kubectl wait --for=condition=Ready pod/boxed --timeout=90s; "
+         "node=$(kubectl get pod boxed -o jsonpath='{.spec.nodeName}')",
+         "lab ssh $node -- crictl pods --name boxed; lab ssh $node -- crictl ps --label io.kubernetes.pod.name=boxed",
+         "kubectl delete pod boxed"],
     does=_("Starts a pod, then on its node: the image is in containerd's k8s.io namespace (ctr) and known over CRI "
            "(crictl images, same id as the pod's imageID); crictl lists the pod's sandbox and its container with the "
            "id the pod status reports; the Node reports containerd as its runtime."),

@@ -9,9 +9,10 @@ from labs.timing import wait_for
     "C23", _("kube-proxy turns Services into network rules on every node"),
     claim=_("kube-proxy on every node turns Services into network rules of the node."),
     texts=["000", "001", "004"],
-    see=["kubectl create service clusterip web --tcp=80:8080; kubectl get svc web",
-         "ssh w1 'iptables-save | grep <CLUSTER-IP>'        # nftables mode: nft list table ip kube-proxy",
-         "kubectl delete svc web; ssh w1 'iptables-save | grep <CLUSTER-IP>'   # gone"],
+    see=["kubectl create service clusterip web --tcp=80:8080; ip=$(kubectl get service web -o "
+         "jsonpath='{.spec.clusterIP}')",
+         "sleep 3; lab ssh w1 -- \"iptables-save | grep $ip\"   # nftables mode: nft list table ip kube-proxy",
+         "kubectl delete service web; sleep 3; lab ssh w1 -- \"iptables-save | grep $ip\"   # gone"],
     does=_("Reads kube-proxy's mode on every node, creates a Service (with a backend pod) and waits, at most "
            "kube-proxy's sync period, until rules naming its ClusterIP are in every node's iptables (or nftables); "
            "deletes the Service and waits, as long, until they are gone everywhere."),

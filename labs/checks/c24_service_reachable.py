@@ -27,11 +27,15 @@ def answers(text: str) -> Counter:
     claim=_("Services make pods reachable at one stable address, from any node and any pod, spread over the "
             "endpoints."),
     texts=["001", "004"],
-    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=4 --port=8080",
-         "kubectl expose deployment web --port=80 --target-port=8080; kubectl get endpointslices",
-         "ssh cp1 'for i in $(seq 10); do curl -s http://<CLUSTER-IP>/; done'",
-         "kubectl run c --image=localhost/k8s-arch-lab/echo:1.1.0",
-         "kubectl exec c -- echo-server get http://<CLUSTER-IP>/"],
+    see=["kubectl create deployment web --image=@image@ --replicas=4 --port=8080; kubectl rollout status deployment "
+         "web --timeout=90s",
+         "kubectl expose deployment web --port=80 --target-port=8080; kubectl get endpointslices -l "
+         "kubernetes.io/service-name=web",
+         "ip=$(kubectl get service web -o jsonpath='{.spec.clusterIP}'); sleep 3; lab ssh cp1 -- \"for i in \\$(seq "
+         "10); do curl -sS http://$ip/; done\"",
+         "kubectl run client --image=@image@; kubectl wait --for=condition=Ready pod/client --timeout=90s",
+         "kubectl exec client -- echo-server get http://$ip/",
+         "kubectl delete pod client; kubectl delete service web; kubectl delete deployment web"],
     does=_("Runs a Deployment of the echo server spread over the workers and a Service in front of it; sends "
            "{requests} requests to the ClusterIP from every node (curl) and from a pod on a worker (exec of the "
            "image's HTTP client, `echo-server get`): every client gets its answers, and they come from more than one "

@@ -20,20 +20,24 @@ def rules(lab: Lab, node: str, ip: str) -> list[str]:
     "C25", _("Without kube-proxy a node does not learn new Services"),
     claim=_("Without kube-proxy a node does not learn new Services."),
     texts=["000", "004"],
-    see=["ssh w2 systemctl stop kube-proxy", "kubectl create service clusterip late --tcp=80:8080",
-         "ssh w2 iptables-save | grep <cluster-ip>   # nothing", "ssh w2 systemctl start kube-proxy"],
+    see=["lab ssh w2 -- systemctl stop kube-proxy",
+         "kubectl create service clusterip late --tcp=80:8080; ip=$(kubectl get service late -o "
+         "jsonpath='{.spec.clusterIP}')",
+         "sleep 5; lab ssh w2 -- \"iptables-save | grep $ip\"   # nothing: no one writes w2's rules",
+         "lab ssh w2 -- systemctl start kube-proxy; sleep 10; lab ssh w2 -- \"iptables-save | grep $ip\"",
+         "kubectl delete service late"],
     does=_("Stops kube-proxy on a worker, creates a Service, sees its ClusterIP in the rules of another node, then "
            "watches the stopped worker's rules for a whole kube-proxy sync period (its config's syncPeriod): no rule "
            "for the Service appears; starts kube-proxy and sees the rules appear."),
     hints=[
         _("*w2 has rules for … without kube-proxy: […]*: kube-proxy did not stop (the unit's stop left the process "
-          "running: `ssh w2 pgrep -a kube-proxy`), or another proxy writes Service rules on w2. The first two "
+          "running: `lab ssh w2 -- pgrep -a kube-proxy`), or another proxy writes Service rules on w2. The first two "
           "matching rules are shown."),
         _("*timed out after 30s waiting for rules for … on w1*: kube-proxy on w1 is down or cannot reach the API "
           "server, or the rules are somewhere the check does not read (`nft` missing on the node, iptables in legacy "
           "mode with no endpoints: the REJECT rule lives in the legacy filter table)."),
-        _("*timed out after 60s waiting for rules for … on w2*: kube-proxy did not come back on w2 (`ssh w2 systemctl "
-          "status kube-proxy`, `journalctl -u kube-proxy`)."),
+        _("*timed out after 60s waiting for rules for … on w2*: kube-proxy did not come back on w2 (`lab ssh w2 -- "
+          "systemctl status kube-proxy`, `journalctl -u kube-proxy`)."),
     ],
     disruptive=True,
 )

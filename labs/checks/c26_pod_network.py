@@ -12,9 +12,14 @@ from labs.registry import CheckSkipped, Evidence, check
     claim=_("Pods reach each other across nodes directly, each node owning a pod address range."),
     texts=["001", "004"],
     see=["kubectl get nodes -o custom-columns=NAME:.metadata.name,PODCIDR:.spec.podCIDR",
-         "kubectl get pods -A -o wide                       # each pod IP inside its node's range",
-         "ssh w1 ip route get <pod IP on w2>                # via w2's address",
-         "kubectl exec <pod on w1> -- echo-server get http://<pod IP on w2>:8080/; kubectl logs <pod on w2>"],
+         "kubectl get pods -A -o wide   # each pod IP inside its node's range",
+         "kubectl run on-w1 --image=@image@ --overrides='{\"spec\":{\"nodeName\":\"w1\"}}'; kubectl run on-w2 "
+         "--image=@image@ --overrides='{\"spec\":{\"nodeName\":\"w2\"}}'",
+         "kubectl wait --for=condition=Ready pod/on-w1 pod/on-w2 --timeout=90s; ip=$(kubectl get pod on-w2 -o "
+         "jsonpath='{.status.podIP}')",
+         "lab ssh w1 -- ip route get $ip   # via w2's address",
+         "kubectl exec on-w1 -- echo-server get http://$ip:8080/; kubectl logs on-w2   # the caller's own pod IP",
+         "kubectl delete pod on-w1 on-w2"],
     does=_("Checks that every Node has its own spec.podCIDR, none overlapping, and that every pod-network pod's IP "
            "lies in its node's range. Runs one pod per worker; each one fetches the other's page by pod IP: the "
            "answer names the other pod and node, the server logs the caller's own pod IP (no address translation), "

@@ -18,25 +18,34 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver"]
     claim=_("Without the control plane the cluster cannot be managed, but pods on the workers keep running and the "
             "kubelets keep trying to reconnect; when it returns, everything resumes."),
     texts=["004"],
-    see=["ssh cp1 systemctl stop kube-scheduler kube-controller-manager kube-apiserver etcd",
-         "kubectl get nodes   # no answer", "curl http://<pod-ip>:8080/   # from a worker: answers",
-         "ssh w1 journalctl -u kubelet --since -1min | grep @api@"],
+    see=["kubectl run survivor --image=@image@; kubectl wait --for=condition=Ready pod/survivor --timeout=90s",
+         "ip=$(kubectl get pod survivor -o jsonpath='{.status.podIP}'); echo $ip",
+         "for n in @nodes.control_plane@; do lab ssh $n -- systemctl stop kube-scheduler kube-controller-manager "
+         "kube-apiserver etcd; done",
+         "kubectl get nodes --request-timeout=5s   # no answer",
+         "lab ssh w1 -- curl -sS http://$ip:8080/   # from a worker: answers",
+         "sleep 20; lab ssh w1 -- 'journalctl -u kubelet --since -1min | grep @api@ | tail -3'   # trying to "
+         "reconnect",
+         "for n in @nodes.control_plane@; do lab ssh $n -- systemctl start --no-block etcd kube-apiserver "
+         "kube-scheduler kube-controller-manager; done",
+         "lab status --wait 180   # the lab healthy again",
+         "kubectl delete pod survivor"],
     does=_("Runs a pod, stops every control-plane unit on every control-plane node (and etcd on its members), sees "
            "the API not answer and the pod answer from a worker; then waits (at most twice the kubelet's node status "
            "update interval, plus 10 s) for lines in that worker's kubelet journal, written after the stop, that name "
            "the API server address from the kubelet's kubeconfig: its attempts to reconnect. Restores the units, "
            "waits for every node Ready and schedules a new pod."),
     hints=[
-        _("*the API still answers writes*: the write succeeded — some control-plane unit did not stop (`ssh cp1 pgrep "
-          "-a kube-apiserver`), or the kubeconfig reaches an API server outside the inventory's control plane."),
+        _("*the API still answers writes*: the write succeeded — some control-plane unit did not stop (`lab ssh cp1 -- "
+          "pgrep -a kube-apiserver`), or the kubeconfig reaches an API server outside the inventory's control plane."),
         _("*the pod did not answer: ''*: the pod network between the two workers is broken (claim C26; check with the "
           "control plane up), or the pod died."),
         _("*timed out … waiting for kubelet lines on w1 naming @api@ after the stop*: the kubelet logged nothing "
           "about its API server (`journalctl -u kubelet --since -2min` shows what it says), or the worker's journal "
           "is not kept."),
         _("*timed out after 180s waiting for all nodes Ready (…)*, or *… for every component's unit to be active "
-          "again*: the control plane did not come back — etcd members waiting for a missing peer (`ssh cp2 journalctl "
-          "-u etcd`), or kube-apiserver failing to start (`journalctl -u kube-apiserver`)."),
+          "again*: the control plane did not come back — etcd members waiting for a missing peer (`lab ssh cp2 -- "
+          "journalctl -u etcd`), or kube-apiserver failing to start (`journalctl -u kube-apiserver`)."),
         _("*timed out after 90s waiting for the new pod to schedule*: kube-scheduler did not come back or did not "
           "become leader."),
     ],

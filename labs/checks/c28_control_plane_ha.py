@@ -10,22 +10,31 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd", 
     "C28", _("The control plane can be spread over several nodes for availability"),
     claim=_("The control plane can be spread over several nodes for availability."),
     texts=["004"],
-    see=["kubectl config view --minify | grep server   # the shared API address", "ssh cp1 ip -4 addr | grep <vip>",
-         "ssh cp1 systemctl stop kube-apiserver etcd haproxy keepalived", "kubectl create configmap x  # still works"],
+    see=["kubectl config view --minify | grep server   # the shared API address",
+         "for n in @nodes.control_plane@; do echo \"$n: $(lab ssh $n -- ip -4 -o addr show to @vip@)\"; done   # who "
+         "holds it",
+         "lab ssh cp1 -- systemctl stop kube-apiserver etcd haproxy keepalived",
+         "sleep 10; kubectl create configmap still-here --request-timeout=20s   # still works",
+         "for n in @nodes.control_plane@; do echo \"$n: $(lab ssh $n -- ip -4 -o addr show to @vip@)\"; done   # "
+         "moved",
+         "kubectl -n kube-system get lease kube-scheduler kube-controller-manager   # the leaders",
+         "lab ssh cp1 -- systemctl start --no-block etcd kube-apiserver haproxy keepalived",
+         "lab status --wait 180   # the lab healthy again",
+         "kubectl delete configmap still-here"],
     does=_("With several control-plane nodes: takes the one holding the shared API address out (all its control-plane "
            "units and its load balancer), then reads and writes through the same address. Skipped with one "
            "control-plane node."),
     hints=[
         _("*timed out after 30s waiting for a write through `https://@api@` with cp1 down*: the address did not move "
-          "(keepalived on cp2/cp3 stopped, or VRRP between the nodes blocked: `ssh cp2 journalctl -u keepalived`), or "
-          "it moved but no API server behind it is ready — the other API servers are down (`ssh cp2 systemctl status "
-          "kube-apiserver`), or etcd lost its quorum because another member was already down."),
+          "(keepalived on cp2/cp3 stopped, or VRRP between the nodes blocked: `lab ssh cp2 -- journalctl -u "
+          "keepalived`), or it moved but no API server behind it is ready — the other API servers are down (`lab ssh "
+          "cp2 -- systemctl status kube-apiserver`), or etcd lost its quorum because another member was already down."),
         _("*the API address moved to ?* (evidence, not a failure): no other control-plane node holds the kubeconfig's "
           "address — usually because that address is not the shared one at all (a kubeconfig naming one node's API "
           "server directly, as on a single-node cluster), so the check could not tell which node to take out and took "
           "cp1."),
         _("The check ends in *error* with *cluster not healthy after the check*: cp1's units did not come back (etcd "
-          "rejoining: `ssh cp1 journalctl -u etcd`)."),
+          "rejoining: `lab ssh cp1 -- journalctl -u etcd`)."),
     ],
     disruptive=True,
 )

@@ -19,13 +19,16 @@ def pods(lab: Lab, ns: str) -> list:
     "C29", _("When a node is lost, its workload is started again on other nodes"),
     claim=_("When a node becomes unavailable, the control plane moves its workload to other nodes."),
     texts=["004"],
-    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=2",
-         "kubectl get pods -o wide   # note the node they run on, say w2",
-         "ssh w2 systemctl stop kubelet",
-         "kubectl get nodes -w   # w2: NotReady after the grace period; kubectl describe node w2 | grep Taints",
-         "kubectl get pods -o wide -w   # after the pods' toleration (300 s by default): Terminating on w2, "
-         "new ones on w1",
-         "ssh w2 systemctl start kubelet   # w2 Ready again; the old pods disappear"],
+    see=["kubectl create deployment web --image=@image@ --replicas=2; kubectl rollout status deployment web "
+         "--timeout=90s",
+         "kubectl get pods -l app=web -o wide   # note the node they run on, say w2",
+         "kubectl get pods -l app=web -o wide -w   # in another terminal: after the pods' toleration (300 s by "
+         "default): Terminating on w2, new ones elsewhere",
+         "lab ssh w2 -- systemctl stop kubelet",
+         "kubectl wait --for=condition=Ready=Unknown node/w2 --timeout=120s; kubectl describe node w2 | grep -A2 "
+         "Taints",
+         "lab ssh w2 -- systemctl start kubelet; kubectl wait --for=condition=Ready node/w2 --timeout=120s",
+         "kubectl delete deployment web"],
     does=_("Runs a Deployment of {replicas} replicas, all on one worker (the other workers are cordoned while it "
            "starts), whose pods tolerate an unreachable or not-ready node for {toleration} s (instead of the default "
            "300 s). Stops that worker's kubelet: within the controller manager's --node-monitor-grace-period the node "
@@ -36,8 +39,8 @@ def pods(lab: Lab, ns: str) -> list:
         _("*the replicas did not all start on w2*: a worker was not cordoned, or w2 refused the pods (taints, "
           "`kubectl describe node w2`)."),
         _("*timed out … waiting for w2 to be marked not Ready* or *… a NoExecute taint on w2*: see C14."),
-        _("*timed out … waiting for the pods on w2 to be evicted*: the taint-eviction controller does not run (`ssh "
-          "cp1 systemctl cat kube-controller-manager | grep controllers`), or no controller manager leads."),
+        _("*timed out … waiting for the pods on w2 to be evicted*: the taint-eviction controller does not run (`lab "
+          "ssh cp1 -- systemctl cat kube-controller-manager | grep controllers`), or no controller manager leads."),
         _("*timed out … waiting for 2 ready pods app=web*: no replacements run — the ReplicaSet controller or the "
           "scheduler does not act, or no other node accepts the pods (`kubectl get events`)."),
     ],

@@ -37,11 +37,15 @@ def ask(url: str) -> str:
     "C30", _("kube-proxy makes pods reachable from inside and from outside the cluster"),
     claim=_("kube-proxy makes pods reachable over the network from inside and from outside the cluster."),
     texts=["001", "004"],
-    see=["kubectl create deployment web --image=localhost/k8s-arch-lab/echo:1.1.0 --replicas=2 --port=8080",
-         "kubectl expose deployment web --type=NodePort --port=80 --target-port=8080; kubectl get service web",
-         "curl http://@ip.cp1@:<NODE-PORT>/; curl http://@ip.w1@:<NODE-PORT>/   # from this machine: any node",
-         "ssh w1 iptables-save | grep <NODE-PORT>   # kube-proxy's rules for the node port",
-         "kubectl run c --image=localhost/k8s-arch-lab/echo:1.1.0; kubectl exec c -- echo-server get http://web/"],
+    see=["kubectl create deployment web --image=@image@ --replicas=2 --port=8080; kubectl rollout status deployment "
+         "web --timeout=90s",
+         "kubectl expose deployment web --type=NodePort --port=80 --target-port=8080; port=$(kubectl get service web "
+         "-o jsonpath='{.spec.ports[0].nodePort}'); echo $port",
+         "sleep 3; curl -sS http://@ip.cp1@:$port/; curl -sS http://@ip.w1@:$port/   # from this machine: any node",
+         "lab ssh w1 -- \"iptables-save | grep $port\"   # kube-proxy's rules for the node port",
+         "kubectl run client --image=@image@; kubectl wait --for=condition=Ready pod/client --timeout=90s",
+         "kubectl exec client -- echo-server get http://web/",
+         "kubectl delete pod client; kubectl delete service web; kubectl delete deployment web"],
     does=_("Runs a Deployment of the echo server and a NodePort Service in front of it. From the control host — "
            "outside the cluster, on the lab's node network — sends {requests} requests to the node port on every "
            "node's address (control-plane nodes included: kube-proxy runs on each), waiting at most kube-proxy's sync "
@@ -49,8 +53,9 @@ def ask(url: str) -> str:
            "pods. From a pod, the same Service answers at its ClusterIP.").format(requests=REQUESTS),
     hints=[
         _("*timed out … waiting for 8 answers from http://ADDRESS:PORT/ (NODE) on this host*: that node has no rules "
-          "for the node port (kube-proxy stopped: `ssh NODE systemctl status kube-proxy`), or its routes to the other "
-          "nodes' pod ranges are missing (`ssh NODE ip route`), or this host does not reach the node network."),
+          "for the node port (kube-proxy stopped: `lab ssh NODE -- systemctl status kube-proxy`), or its routes to the "
+          "other nodes' pod ranges are missing (`lab ssh NODE -- ip route`), or this host does not reach the node "
+          "network."),
         _("*answers from pods that are not the Service's backends*: something else answers on that port on the node."),
         _("*pod client -> ClusterIP*: see C24."),
     ],

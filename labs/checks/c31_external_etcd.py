@@ -18,11 +18,12 @@ def hosts(urls: list[str]) -> set[str]:
     claim=_("etcd can run on the control-plane nodes or as a separate cluster on its own servers."),
     texts=["000"],
     see=["make up PROFILE=external-etcd   # etcd on e1, e2, e3; API servers on cp1, cp2",
-         "kubectl get nodes                # e1..e3 are no Kubernetes nodes",
-         "ssh e1 '. @paths.etcd_config_dir@/etcdctl.env; etcdctl member list -w table'",
-         "ssh cp1 'ps -o pid,args -C etcd'   # nothing: no etcd on the control plane",
-         "ssh cp1 systemctl cat kube-apiserver | grep etcd-servers",
-         "ssh cp1 ss -tnp state established '( dport = :@ports.etcd_client@ )'   # kube-apiserver -> e1..e3"],
+         "kubectl get nodes   # e1..e3 are no Kubernetes nodes",
+         "lab ssh e1 -- '. @paths.etcd_config_dir@/etcdctl.env; etcdctl member list -w table'",
+         "lab ssh cp1 -- ps -o pid,args -C etcd   # nothing: no etcd on the control plane",
+         "lab ssh cp1 -- 'systemctl cat kube-apiserver | grep etcd-servers'",
+         "lab ssh cp1 -- \"ss -tnp state established '( dport = :@ports.etcd_client@ )'\"   # kube-apiserver -> "
+         "e1..e3"],
     does=_("Where the profile gives etcd machines of its own: etcd's member list names exactly those machines; on "
            "each of them etcd runs as the main process of etcd.service and nothing else of the control plane or of a "
            "node runs, and none is a Kubernetes Node; on every control-plane node no process executes etcd; each API "
@@ -30,8 +31,8 @@ def hosts(urls: list[str]) -> set[str]:
            "ConfigMap written through the API is then read back from every etcd machine with etcdctl. Skipped where "
            "etcd is stacked on the control-plane nodes (the default and ha profiles)."),
     hints=[
-        _("*CPn (control plane) runs etcd*: a process executes an etcd binary on a control-plane node (`ssh cp1 ps -o "
-          "pid,args -C etcd`): someone started one by hand, or the node was provisioned with a stacked profile "
+        _("*CPn (control plane) runs etcd*: a process executes an etcd binary on a control-plane node (`lab ssh cp1 -- "
+          "ps -o pid,args -C etcd`): someone started one by hand, or the node was provisioned with a stacked profile "
           "before."),
         _("*etcd's members are at …, not the etcd machines*: a member was added or left (`etcdctl member list`)."),
         _("*kube-apiserver --etcd-servers names …*: the API server's unit was written for another inventory; re-run "

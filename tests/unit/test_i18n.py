@@ -100,7 +100,8 @@ def test_show_in_norwegian_quotes_the_course_in_its_own_language(capsys):
     assert "Påstand: etcd er klyngens minne" in out
     assert "001 (norsk): «Tenk på det som klyngens permanente minne.»" in out
     assert "— Think of it" not in out and "Tenk på det som klyngens permanente minne.»\n      —" not in out
-    assert "ssh cp1 systemctl stop etcd   # på hvert etcd-medlem" in out  # the command as it is, its comment in nb
+    # the command as it is, its comment in nb
+    assert "lab ssh $n -- systemctl stop etcd; done   # hvert etcd-medlem" in out
     assert "Hva sjekken gjør: Oppretter en ConfigMap" in out
 
 
@@ -137,7 +138,7 @@ def test_english_output_is_unchanged(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "Claim: etcd is the cluster's memory: without it the cluster cannot work, and nothing is lost" in out
     assert "Kind: disruptive (stops something, then restores it)\n" in out
-    assert "  $ kubectl create configmap x  # fails\n" in out
+    assert "  $ kubectl create configmap x --request-timeout=10s   # fails: nothing can store it\n" in out
 
 
 # --------------------------------------------------------------------------- messages, evidence and reports
