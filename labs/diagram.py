@@ -17,12 +17,34 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labs.i18n import _, tr
 from labs.nodefacts import COMPONENTS, Snapshot
 
 KUBELET_PORT = 10250
 API = "API address"  # the load-balanced address of several API servers (a box of its own)
 OUTSIDE = "outside"  # a peer that is no machine of the lab (the host, say)
-SERVICES = "Services"  # the ClusterIP range kube-proxy writes rules for on every node
+LOAD_BALANCER = "API load balancer"  # the "version" of haproxy in the picture: its job
+# What the picture says, in the chosen language (--lang); component names, versions and addresses stay as they are.
+ROLE_LABELS = {"control plane": _("control plane"), "etcd": "etcd", "worker": _("worker")}
+
+
+def words() -> dict[str, str]:
+    return {"ready": tr(_("Ready")), "not_ready": tr(_("NOT READY")), "pods": tr(_("pods")),
+            "down": tr(_("NOT RUNNING")), "stranger": tr(_("not of this machine's role")),
+            "api": tr(_("API address")), "outside": tr(_("outside the lab")), "services": tr(_("Services")),
+            "rules": tr(_("rules")), "lb": tr(_("API load balancer"))}
+
+
+def machine_label(m: Machine, w: dict[str, str], sep: str) -> str:
+    state = "" if m.ready is None else (" " + (w["ready"] if m.ready else w["not_ready"]))
+    roles = ", ".join(tr(ROLE_LABELS.get(r, r)) for r in m.roles)
+    return f"{m.name} ({roles}){state}{sep}{m.ip}" + (f"{sep}{w['pods']} {m.pod_cidr}" if m.pod_cidr else "")
+
+
+def component_text(version: str, w: dict[str, str]) -> str:
+    return w["down"] if version == "DOWN" else (w["lb"] if version == LOAD_BALANCER else version)
+
+
 ROLE_COMPONENTS = {"control plane": ["kube-apiserver", "kube-scheduler", "kube-controller-manager"],
                    "node": ["kubelet", "kube-proxy", "containerd"], "etcd": ["etcd"]}
 
@@ -104,29 +126,30 @@ def to_dot(graph: Graph) -> str:
     lines = ["digraph lab {", '  rankdir=LR; compound=true; fontname="Helvetica";',
              '  node [shape=box, style="rounded,filled", fillcolor="#eef4ff", fontname="Helvetica", fontsize=11];',
              '  edge [fontname="Helvetica", fontsize=9];']
+    w = words()
     for m in graph.machines:
-        state = "" if m.ready is None else (" Ready" if m.ready else " NOT READY")
-        label = f"{m.name} ({', '.join(m.roles)}){state}\\n{m.ip}" + (f"\\npods {m.pod_cidr}" if m.pod_cidr else "")
+        label = machine_label(m, w, "\\n")
         color = "red" if m.ready is False else "#7a8aa0"
         lines += [f"  subgraph cluster_{node_id(m.name, '')} {{", f'    label="{label}"; color="{color}";']
         for comp, version in m.components.items():
             down = version == "DOWN"
-            text = f"{comp}\\n{'NOT RUNNING' if down else version}".rstrip("\\n")
+            text = f"{comp}\\n{component_text(version, w)}".rstrip("\\n")
             style = ', style="rounded,dashed", color=red, fontcolor=red, fillcolor=white' if down else ""
             lines.append(f'    {node_id(m.name, comp)} [label="{text}"{style}];')
         for who in strangers(graph, m):  # a process holding connections that is no component of this machine's
-            lines.append(f'    {node_id(m.name, who)} [label="{who}\\n(not of this machine\'s role)", color=red, '
+            lines.append(f'    {node_id(m.name, who)} [label="{who}\\n({w["stranger"]})", color=red, '
                          'fontcolor=red, fillcolor="#ffecec"];')
         lines.append("  }")
     if graph.api:
-        lines.append(f'  api [label="{API}\\n{graph.api}", shape=ellipse, fillcolor="#fff5d6"];')
+        lines.append(f'  api [label="{w["api"]}\\n{graph.api}", shape=ellipse, fillcolor="#fff5d6"];')
     if any(e.dst[0] == OUTSIDE for e in graph.edges):
-        lines.append('  outside [label="outside the lab", shape=ellipse, fillcolor=white];')
+        lines.append(f'  outside [label="{w["outside"]}", shape=ellipse, fillcolor=white];')
     if graph.service_cidr:
-        lines.append(f'  services [label="{SERVICES}\\n{graph.service_cidr}", shape=ellipse, fillcolor="#eaffea"];')
+        lines.append(f'  services [label="{w["services"]}\\n{graph.service_cidr}", shape=ellipse, '
+                     'fillcolor="#eaffea"];')
         for m in graph.machines:
             if "kube-proxy" in m.components and m.components["kube-proxy"] != "DOWN":
-                lines.append(f'  {node_id(m.name, "kube-proxy")} -> services [style=dotted, label="rules"];')
+                lines.append(f'  {node_id(m.name, "kube-proxy")} -> services [style=dotted, label="{w["rules"]}"];')
     for edge, count in sorted(graph.edges.items(), key=lambda kv: (kv[0].src, kv[0].dst)):
         attrs = f'label="x{count}"'
         if not edge.ok:
@@ -138,19 +161,19 @@ def to_dot(graph: Graph) -> str:
 
 def to_mermaid(graph: Graph) -> str:
     lines = ["flowchart LR"]
+    w = words()
     for m in graph.machines:
-        state = "" if m.ready is None else (" Ready" if m.ready else " NOT READY")
-        lines.append(f'  subgraph {node_id(m.name, "")}["{m.name} ({", ".join(m.roles)}){state} {m.ip}"]')
+        lines.append(f'  subgraph {node_id(m.name, "")}["{machine_label(m, w, " ")}"]')
         for comp, version in m.components.items():
-            text = f"{comp} {'NOT RUNNING' if version == 'DOWN' else version}".strip()
+            text = f"{comp} {component_text(version, w)}".strip()
             lines.append(f'    {node_id(m.name, comp)}["{text}"]')
         for who in strangers(graph, m):
-            lines.append(f'    {node_id(m.name, who)}["{who}: not of this machine\'s role"]')
+            lines.append(f'    {node_id(m.name, who)}["{who}: {w["stranger"]}"]')
         lines.append("  end")
     if graph.api:
-        lines.append(f'  api(["{API} {graph.api}"])')
+        lines.append(f'  api(["{w["api"]} {graph.api}"])')
     if any(e.dst[0] == OUTSIDE for e in graph.edges):
-        lines.append('  outside(["outside the lab"])')
+        lines.append(f'  outside(["{w["outside"]}"])')
     red = []
     for i, (edge, count) in enumerate(sorted(graph.edges.items(), key=lambda kv: (kv[0].src, kv[0].dst))):
         lines.append(f"  {_box(graph, edge.src)} -->|x{count}| {_box(graph, edge.dst)}")
@@ -206,7 +229,7 @@ def observe(lab) -> Graph:
         seen = dict(line.split("|", 1) for line in versions.splitlines() if "|" in line)
         comps = {c: (short_version(seen.get(c, "")) if c in running else "DOWN") for c in wanted}
         if name in lab.control_plane and len(lab.control_plane) > 1:
-            comps["haproxy"] = "API load balancer"  # forwards the API address to every API server
+            comps["haproxy"] = LOAD_BALANCER  # forwards the API address to every API server
         machines.append(Machine(name, roles, ips[name], ready.get(name) if name in lab.nodes else None,
                                 cidrs.get(name), comps))
     api = lab.setting("api") or {}

@@ -96,3 +96,18 @@ def test_the_html_page_holds_everything_and_escapes_it():
     assert "&lt;b&gt;x&lt;/b&gt;" in text and "1 passed, 1 failed, 0 skipped" in text
     assert 'class="hint">hint: timed out after 30s waiting for writes to fail' in text
     assert "http" not in text.replace("https://192.168.56.11:6443", "").replace("http://www.w3.org", "")
+
+
+def test_the_picture_speaks_the_chosen_language():
+    from labs.i18n import set_language
+
+    try:
+        set_language("ru")
+        dot, mmd = D.to_dot(graph()), D.to_mermaid(graph())
+    finally:
+        set_language(None)
+    assert "w1 (рабочая нода) НЕ READY" in dot and "cp1 (управляющий слой, etcd) Ready" in dot
+    assert 'kube-scheduler\\nНЕ ЗАПУЩЕН"' in dot and 'api [label="адрес API\\n192.168.56.10:8443"' in dot
+    assert 'label="правила"' in dot and "Сервисы" in dot
+    assert "rogue-client: не из роли этой машины" in mmd
+    assert "kube-apiserver v1.37.2" in mmd  # names and versions as they are
