@@ -17,9 +17,11 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from labs.i18n import Text, _, tr
+from labs.paths import ROOT
 
 
 class LabError(Exception):
@@ -109,9 +111,10 @@ REGISTRY: dict[str, Check] = {}
 # from the lab settings the inventory publishes: @api@ the API address (host:port), @vip@ the control plane's virtual
 # IP, @ip.<node>@ a node's address, @nodes.<role>@ the names of the nodes in a role (control_plane, worker, etcd: the
 # etcd members), space-separated for a shell `for` loop, @ports.<name>@ and @paths.<name>@ the settings' ports and
-# paths on the nodes, @image@ the lab's test image (versions.yml). A learner runs the commands from the repository
-# root with the lab's PATH (`. .venv/bin/activate`: lab, kubectl) and KUBECONFIG, one after the other in one shell,
-# in the `default` namespace; tests/e2e/test_see_it_yourself.py runs them so.
+# paths on the nodes, @image@ the lab's test image (versions.yml), @state@ the lab's state folder on this machine
+# (relative to the repository root when inside it: its pki/ holds the cluster CA). A learner runs the commands from
+# the repository root with the lab's PATH (`. .venv/bin/activate`: lab, kubectl) and KUBECONFIG, one after the other
+# in one shell, in the `default` namespace; tests/e2e/test_see_it_yourself.py runs them so.
 PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)?)@")
 
 
@@ -128,6 +131,9 @@ def see_values(settings: dict) -> dict:
         values["api"] = urlsplit(api["endpoint"]).netloc
     if api.get("vip"):
         values["vip"] = api["vip"]
+    if settings.get("state_dir"):
+        state = Path(settings["state_dir"])
+        values["state"] = str(state.relative_to(ROOT)) if state.is_relative_to(ROOT) else str(state)
     from labs.kube import test_image
 
     values["image"] = test_image()

@@ -34,10 +34,10 @@ def refusal(call) -> tuple[int, str]:
             "does not decide placement."),
     texts=["000", "001"],
     see=["kubectl run Bad_Name --image=x   # 422 Invalid",
-         "lab ssh cp1 -- curl -sS --cacert @paths.pki_dir@/ca.crt https://@api@/api/v1/pods   # 401: no credentials",
-         "kubectl create serviceaccount nobody",
-         "kubectl --user=nobody --token=$(kubectl create token nobody) get pods   # Forbidden: known, but allowed "
-         "nothing",
+         "curl -sS --cacert @state@/pki/ca.crt https://@api@/api/v1/pods   # 401: no credentials",
+         "kubectl create serviceaccount nobody; token=$(kubectl create token nobody)",
+         "curl -sS --cacert @state@/pki/ca.crt -H \"Authorization: Bearer $token\" "
+         "https://@api@/api/v1/namespaces/default/pods   # 403 Forbidden: known, but allowed nothing",
          "kubectl get pods -w -o wide   # in another terminal: a new pod has NODE <none> first, then the scheduler's "
          "choice",
          "kubectl run newcomer --image=@image@; kubectl wait --for=condition=PodScheduled pod/newcomer --timeout=60s",

@@ -43,7 +43,11 @@ NEEDS = {"C09": ("ha",), "C28": ("ha",), "C31": ("external-etcd",)}
 # A comment that starts so announces a command that fails (exit status not 0).
 FAILS = re.compile(r"^(fails|refused|nothing|forbidden|gone|no answer|no$|422)", re.I)
 WRONG = re.compile(r"command not found|unknown (shorthand )?flag|unknown command|No such file or directory|"
-                   r"syntax error|unexpected EOF", re.I)
+                   r"syntax error|unexpected EOF|auth info \".*\" does not exist|error: unknown", re.I)
+# A comment that starts with an HTTP status or an outcome's word names what the output shows.
+# The first that matches counts (kubectl says "invalid" for a 422).
+SHOWS = [(re.compile(r"^422\b"), lambda m: "invalid"), (re.compile(r"^forbidden", re.I), lambda m: "forbidden"),
+         (re.compile(r"^(\d{3})\b"), lambda m: m.group(1))]
 UNFILLED = re.compile(r"<[a-z_]+(\.[a-z0-9_]+)?>")  # a placeholder the cluster's settings could not fill
 BACKGROUND = "in another terminal"
 LINE_TIMEOUT = 600  # seconds for one check's commands together (each waits boundedly by itself)
@@ -166,6 +170,9 @@ def test_commands_run_as_printed(lab, check_id):
             if (status != 0) != fails or WRONG.search(out):
                 want = "a failure" if fails else "exit status 0"
                 problems.append(f"{line}\n  -> exit status {status}, wanted {want}: {out[-600:]}")
+            shows = next((shown(m) for pattern, shown in SHOWS if (m := pattern.match(comment(line)))), None)
+            if shows and shows.lower() not in out.lower():
+                problems.append(f"{line}\n  -> the output does not show {shows!r}: {out[-600:]}")
     assert not problems, f"{check_id}: commands that do not run as printed:\n" + "\n".join(problems)
     status = subprocess.run(["lab", "status", "--wait", "240"], cwd=ROOT, env=env, capture_output=True, text=True,
                             timeout=300, check=False)
