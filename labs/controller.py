@@ -6,7 +6,8 @@ ConfigMap ``<name>-greeting`` with ``message: Hello, <someone>!``, owned by it (
 The loop is level-triggered: any change to any ConfigMap of the namespace (a source created or edited, a
 derived one deleted or tampered with) wakes it up, and it compares the whole desired state with the actual one.
 
-    python -m labs.controller NAMESPACE      # runs until Ctrl-C, with the admin kubeconfig
+    python -m labs.controller [NAMESPACE]    # runs until Ctrl-C, with the admin kubeconfig (or $KUBECONFIG);
+                                             # by default in the kubeconfig context's namespace, else `default`
 """
 
 from __future__ import annotations
@@ -75,10 +76,21 @@ class GreetingController:
                 version = None
 
 
+def context_namespace(kubeconfig: str) -> str:
+    """The namespace of the kubeconfig's current context, as kubectl uses it: `default` when it names none."""
+    from kubernetes import config
+
+    _, current = config.list_kube_config_contexts(config_file=kubeconfig)
+    return (current or {}).get("context", {}).get("namespace") or "default"
+
+
 def main(argv: list[str]) -> int:
     from labs.lab import Lab
 
-    controller = GreetingController(Lab().api_client, argv[0])  # the lab's admin kubeconfig, or $KUBECONFIG
+    lab = Lab()  # the lab's admin kubeconfig, or $KUBECONFIG
+    namespace = argv[0] if argv else context_namespace(str(lab.kubeconfig))
+    print(f"greeting controller: watching the ConfigMaps of namespace {namespace} (Ctrl-C ends it)", flush=True)
+    controller = GreetingController(lab.api_client, namespace)
     try:
         controller.run()
     except KeyboardInterrupt:

@@ -80,7 +80,8 @@ def script(lines: list[str], logs: Path) -> str:
         if BACKGROUND in comment(line):
             parts += [f"{command_part(line)} > {logs}/bg{i}.log 2>&1 &", f"bg{i}=$!", f"echo '@@bg {i} started'"]
         else:
-            parts += [f"echo '@@begin {i}'", line, f"echo \"@@end {i} $?\""]
+            # the status on a line of its own, whether or not the output ended its last line
+            parts += [f"echo '@@begin {i}'", line, f"rc=$?; printf '\\n@@end {i} %s\\n' $rc"]
     for i, line in enumerate(lines):
         if BACKGROUND in comment(line):
             parts += [f"if kill -0 $bg{i} 2>/dev/null; then echo '@@bg {i} running'; kill $bg{i}; "
