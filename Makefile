@@ -19,7 +19,7 @@ ifdef K8S_LAB_STATE_DIR
 export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
 endif
 
-.PHONY: help deps browser artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
+.PHONY: help deps test-tools artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -31,8 +31,8 @@ artifacts: deps ## fill the artifact cache (python3 -m tools.locations cache); S
 	@$(PY) -m tools.artifacts --source $(SOURCE)
 	@ln -sf "$$($(PY) -m tools.artifacts path --only kubectl)" $(VENV)/bin/kubectl
 
-browser: ## headless Chromium (and a Cyrillic font) for the test of `lab check --html` (make test; not in make deps)
-	@tools/deps.sh browser
+test-tools: ## what only the tests need: headless Chromium (and a Cyrillic font), Vagrant's libvirt plugin (make test; not in make deps)
+	@tools/deps.sh test-tools
 
 node-image: deps ## build the node container image (only when its inputs changed)
 	@tools/node-image/build.sh
@@ -51,7 +51,7 @@ unit: deps ## unit tests of pure logic
 integration: deps artifacts node-image ## tests on real node containers
 	@$(VENV)/bin/pytest -q -m integration tests/integration $(PYTEST_ARGS)
 
-test: deps browser artifacts node-image lint ## the whole test suite (what CI runs); each test's time kept in the cache's reports/
+test: deps test-tools artifacts node-image lint ## the whole test suite (what CI runs); each test's time kept in the cache's reports/
 	@reports=$$($(PY) -m tools.locations cache)/reports; mkdir -p "$$reports"; \
 		$(VENV)/bin/pytest tests --durations=30 --junitxml="$$reports/make-test-$$(date -u +%Y%m%dT%H%M%SZ).xml" $(PYTEST_ARGS)
 

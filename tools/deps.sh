@@ -52,10 +52,12 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${candidates[@]}" >/dev/null
 }
 
-# `tools/deps.sh browser` (make browser, part of make test): only headless Chromium and a font with Cyrillic, for
-# the test that opens `lab check --html`'s page; learners do not need it.
-if [ "${1:-}" = browser ]; then
-    apt_install chromium fonts-dejavu-core && log "headless Chromium present"
+# `tools/deps.sh test-tools` (make test-tools, part of make test): what only the tests need, learners do not:
+# headless Chromium and a font with Cyrillic, for the test that opens `lab check --html`'s page; Vagrant's libvirt
+# plugin (the plugin alone, without libvirt's daemon or qemu), so that the Vagrantfile's libvirt configuration is
+# validated on every host.
+if [ "${1:-}" = test-tools ]; then
+    apt_install chromium fonts-dejavu-core vagrant-libvirt && log "headless Chromium and Vagrant's libvirt plugin present"
     exit 0
 fi
 

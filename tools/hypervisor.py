@@ -113,7 +113,7 @@ def probe_virtualbox(*, which: Callable[[str], str | None] = shutil.which,
     return Probe(False, "VirtualBox does not say whether hardware virtualization works")
 
 
-def _vagrant_libvirt_installed(run: Callable[[list[str], float], tuple[int | None, str]]) -> bool:
+def vagrant_libvirt_installed(run: Callable[[list[str], float], tuple[int | None, str]] = _run) -> bool:
     """Vagrant's libvirt plugin, as a system plugin (Debian's package) or a user plugin; `vagrant plugin list`
     (a few seconds) only when neither is found where they usually are."""
     home = Path(os.environ.get("VAGRANT_HOME") or Path.home() / ".vagrant.d")
@@ -133,7 +133,7 @@ def probe_libvirt(*, which: Callable[[str], str | None] = shutil.which,
         return Probe(False, "libvirt is not installed")
     if not which("vagrant"):
         return Probe(False, "Vagrant is not installed")
-    if not _vagrant_libvirt_installed(run):
+    if not vagrant_libvirt_installed(run):
         return Probe(False, "Vagrant's libvirt plugin is not installed (package vagrant-libvirt)")
     return Probe(True, "libvirt and vagrant-libvirt are installed")
 

@@ -1,4 +1,4 @@
-"""`lab check --html`'s page opens in a real browser (headless Chromium, `make browser`) with no console message at
+"""`lab check --html`'s page opens in a real browser (headless Chromium, `make test-tools`) with no console message at
 all (the page has no script: anything Chromium logs is an error, such as a malformed SVG attribute), and renders
 at 1280 px wide. The detector is shown to catch a console error first, so that a silent browser proves something.
 
@@ -32,7 +32,7 @@ WIDTH = 1280
 
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "headless Chromium is missing: `make browser` installs it (make test does)"
+    assert found, "headless Chromium is missing: `make test-tools` installs it (make test does)"
     return found
 
 
