@@ -56,6 +56,19 @@ USAGE = ("for u in " + " ".join(UNITS) + "; do pid=$(systemctl show -P MainPID $
          "$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)\"; getconf CLK_TCK")
 
 
+def host_cpu(stat: Path = Path("/proc/stat")) -> tuple[int, int]:
+    """This host's CPU time so far (clock ticks): (stolen by the hypervisor, all). On a shared virtual machine the
+    hypervisor may give the host's cores to others ("steal"); figures measured then are slower than the code is."""
+    fields = [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:]]
+    return fields[7] if len(fields) > 7 else 0, sum(fields[:8])
+
+
+def steal_since(before: tuple[int, int], after: tuple[int, int] | None = None) -> float:
+    """The share of CPU time (%) the hypervisor took between two host_cpu() readings."""
+    after = after or host_cpu()
+    return round(100 * (after[0] - before[0]) / max(1, after[1] - before[1]), 1)
+
+
 def parse_usage(text: str) -> tuple[dict[str, tuple[int, int]], int]:
     """USAGE's output: name -> (kB, ticks) for each component and "node"; and the clock ticks per second."""
     lines = text.split("\n")
@@ -122,7 +135,8 @@ def append_performance(results: dict, path: Path = PERFORMANCE) -> None:
     row = [time.strftime("%Y-%m-%d"), commit, f"{os.cpu_count()} cores, {model}", results["profile"],
            results.get("bring-up total (to all nodes Ready)", ""), results.get("re-run site.yml", ""),
            results.get("re-run changed", ""), results.get("memory MiB total", ""), results.get("idle cpu % total", ""),
-           (results.get("lab check --no-disruptive") or {}).get("seconds", ""), checks.get("seconds", "")]
+           (results.get("lab check --no-disruptive") or {}).get("seconds", ""), checks.get("seconds", ""),
+           results.get("cpu steal %", "")]
     with path.open("a") as out:
         out.write("| " + " | ".join(str(v) for v in row) + " |\n")
 
@@ -137,10 +151,10 @@ def time_checks(env: dict, venv: Path, repeat: int = 1) -> dict:
     for label, flags in runs:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         report = REPORTS / f"{stamp}-{label.split()[-1].lstrip('-#')}.json"
-        started = time.monotonic()
+        started, cpu = time.monotonic(), host_cpu()
         proc = subprocess.run([str(venv / "lab"), "check", *flags, "--json", str(report)], cwd=ROOT, env=env,
                               capture_output=True, text=True, check=False)
-        elapsed = round(time.monotonic() - started, 1)
+        elapsed, steal = round(time.monotonic() - started, 1), steal_since(cpu)
         if not report.exists():
             print(f"{label:32} {elapsed:7.1f} s   no report: {proc.stderr.strip()[-500:]}", flush=True)
             results[label] = {"seconds": elapsed, "error": proc.stderr.strip()[-500:]}
@@ -148,8 +162,9 @@ def time_checks(env: dict, venv: Path, repeat: int = 1) -> dict:
         checks = json.loads(report.read_text())
         statuses = Counter(r["status"] for r in checks)
         others = {r["id"]: f"{r['status']}: {r['message']}" for r in checks if r["status"] != "passed"}
-        results[label] = {"seconds": elapsed, **statuses, "not passed": others, "report": str(report)}
-        print(f"{label:32} {elapsed:7.1f} s   {dict(statuses)}", flush=True)
+        results[label] = {"seconds": elapsed, "cpu steal %": steal, **statuses, "not passed": others,
+                          "report": str(report)}
+        print(f"{label:32} {elapsed:7.1f} s   {dict(statuses)}, cpu steal {steal} %", flush=True)
         for ident, what in others.items():
             print(f"{'':34}{ident} {what[:300]}", flush=True)
     return results
@@ -186,6 +201,7 @@ def main() -> int:
             args.json.write_text(json.dumps(results, indent=2) + "\n")
         return 0
     print(f"k8s-arch-lab benchmark, profile {args.profile}, {os.cpu_count()} cores")
+    cpu = host_cpu()
     run(["make", "--no-print-directory", "deps"], env, "make deps (warm)", results)
     run(["make", "--no-print-directory", "artifacts"], env, "make artifacts (warm)", results)
     run(["make", "--no-print-directory", "node-image"], env, "make node-image (warm)", results)
@@ -211,6 +227,9 @@ def main() -> int:
     print_usage(usage)
     if not args.no_checks:
         results.update(time_checks(env, venv, args.repeat))
+    results["cpu steal %"] = steal_since(cpu)
+    print(f"{'host cpu stolen by the hypervisor':32} {results['cpu steal %']:7.1f} %   (figures measured with much "
+          "steal are slower than the code is)")
     append_performance(results)
     print(f"figures appended to {PERFORMANCE.relative_to(ROOT)}")
     if not args.keep:
