@@ -26,6 +26,12 @@ CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-sche
 # few seconds (kube-controller-manager started before its API server was ready exited 3.1-3.2 s after its start, in
 # the journal of an ha run), and systemd shows it as not active until its restart.
 UNIT_STEADY_SECONDS = 5
+# Seconds a new namespace may wait for its default ServiceAccount: the controller manager's informers retry a
+# refused request after a backoff of up to 30 s doubled by jitter (client-go's reflector), so after its local API
+# server restarts (a fault of C05 or C06, C27's stop) the controllers can act on nothing for a minute.
+SERVICE_ACCOUNT_WAIT = 120
+# The components that run one active instance at a time, each holding a Lease of this name in kube-system.
+LEADER_LEASES = ("kube-controller-manager", "kube-scheduler")
 # A write through the API counts as failed when it has no answer within this (the client's read timeout) or an error.
 API_WRITE_TIMEOUT = 8.0
 # Three write attempts, with the pauses between them (times timeout_scale): the bound for a write to fail once its
@@ -136,9 +142,10 @@ class Lab(NodeAccess):
         self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
             name=name, labels={LAB_LABEL: check_id})))
         RESTORER.push(_("delete namespace {name}").format(name=name), lambda: self.delete_namespace(name))
-        # Pods need the namespace's default ServiceAccount, which a controller creates shortly after.
+        # Pods need the namespace's default ServiceAccount, which a controller creates shortly after; up to a
+        # minute and more after the controller manager's local API server restarted (wait_controllers_act).
         wait_for(lambda: self.core.list_namespaced_service_account(
-            name, field_selector="metadata.name=default").items, 60,
+            name, field_selector="metadata.name=default").items, SERVICE_ACCOUNT_WAIT,
             _("the default ServiceAccount of {name}").format(name=name), 0.5)
         try:
             yield name
@@ -199,9 +206,63 @@ class Lab(NodeAccess):
         wait_for(lambda: not self.units_down(), left / Timing.scale,
                  _("every component's unit to be active again (for {seconds} s)").format(
                      seconds=round(scaled(UNIT_STEADY_SECONDS))), 1)
+        left = max(scaled(10.0), deadline - time.monotonic())
+        wait_for(lambda: all(held for _holder, held in self.leaders().values()), left / Timing.scale,
+                 _("kube-controller-manager and kube-scheduler to have a leader again"), 1)
+        self.wait_controllers_act(max(scaled(10.0), deadline - time.monotonic()) / Timing.scale)
         if ev:
-            ev.step(_("cluster healthy again: {nodes} Ready, every component's unit active").format(
-                nodes=", ".join(want)))
+            ev.step(_("cluster healthy again: {nodes} Ready, every component's unit active, the controllers acting")
+                    .format(nodes=", ".join(want)))
+
+    def wait_controllers_act(self, timeout: float) -> None:
+        """The controller manager acts on a new object again: a probe namespace gets its default ServiceAccount,
+        then goes. A leader can hold its lease and still act on nothing for a minute: after its local API server
+        restarts, that server refuses requests (403, its RBAC caches not filled yet) until it is ready, and each of
+        the leader's informers that met a refusal retries only after a backoff of up to 30 s, doubled by jitter."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
+        name = f"lab-health-{uuid.uuid4().hex[:5]}"
+
+        def create() -> bool:
+            try:
+                self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+                    name=name, labels={LAB_LABEL: "health"})), _request_timeout=10)
+            except ApiException as exc:
+                if exc.status != 409:  # 409: made by an attempt whose answer was lost
+                    raise
+            return True
+
+        wait_for(create, 30, _("the API server to create namespace {name}").format(name=name), 1)
+        try:
+            wait_for(lambda: self.core.list_namespaced_service_account(
+                name, field_selector="metadata.name=default", _request_timeout=10).items, timeout,
+                _("the controllers to act again (the default ServiceAccount of {name})").format(name=name), 0.5)
+        finally:
+            self.delete_namespace(name, timeout=60)
+
+    def leaders(self) -> dict[str, tuple[str, bool]]:
+        """Per leader-elected component, who holds its Lease and whether a live leader holds it: renewed within half
+        its duration by the API server's clock (a leader renews it every retry period, 2 s here). A unit can be
+        active while its component has no leader: kube-controller-manager exits when it cannot renew (its local API
+        server restarted), and the next one takes over only once the lease has expired; until then no controller
+        runs (a new namespace gets no default ServiceAccount)."""
+        from kubernetes.client.rest import ApiException
+
+        now = self.server_now()
+        found = {}
+        for name in LEADER_LEASES:
+            try:
+                spec = self.coordination.read_namespaced_lease(name, "kube-system", _request_timeout=10).spec
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                found[name] = ("", False)
+                continue
+            holder = (spec.holder_identity or "").split("_")[0]
+            age = (now - spec.renew_time).total_seconds() if spec.renew_time else float("inf")
+            found[name] = (holder, bool(holder) and age <= (spec.lease_duration_seconds or 15) / 2)
+        return found
 
     def server_now(self):
         """The API server's clock (its Date header), to age timestamps the cluster wrote without trusting this

@@ -95,6 +95,13 @@ def status(lab: Lab) -> Report:
                 report.ok(_("{node} Ready").format(node=node))
             else:
                 report.bad(_("{node} not Ready").format(node=node), f"kubectl describe node {node}")
+        report.head(_("leaders"))
+        for name, (holder, held) in lab.leaders().items():
+            if held:
+                report.ok(_("{component}: led by {node}").format(component=name, node=holder))
+            else:
+                report.bad(_("{component}: no live leader (its Lease is not being renewed)").format(component=name),
+                           f"kubectl -n kube-system get lease {name} -o yaml")
     report.head(_("components"))
     found = lab.on_each(lab.machines, lambda m: units_on(lab, m, expected_units(lab, m)))
     for machine in lab.machines:
