@@ -49,7 +49,7 @@ def run(lab: Lab, ev: Evidence) -> None:
     prefix = lab.unit_arg(lab.control_plane[0], "kube-apiserver", "etcd-prefix") or "/registry"
     members = lab.etcd_members
     first, second = f"hello-{uuid.uuid4().hex[:8]}", f"changed-{uuid.uuid4().hex[:8]}"
-    with lab.namespace("C06") as ns:
+    with lab.namespace("C06", pods=False) as ns:
         key = f"{prefix}/configmaps/{ns}/note"
         lab.core.create_namespaced_config_map(ns, {"metadata": {"name": "note"}, "data": {"text": first}})
         for node in members:

@@ -66,7 +66,7 @@ def component_conns(lab: Lab, api_ports: set[int]) -> tuple[set[tuple[str, str, 
 def run(lab: Lab, ev: Evidence) -> None:
     api_ports = {int(s.rsplit(":", 1)[1]) for s in lab.api_servers().values()} | {int(lab.server.rsplit(":", 1)[1])}
     started, (before, pids_before) = time.monotonic(), component_conns(lab, api_ports)
-    with lab.namespace("C07") as ns:
+    with lab.namespace("C07", pods=False) as ns:
         seen: list[str] = []
         watcher = client.CoreV1Api(client.ApiClient(lab.api_client.configuration))  # another client
         rv = lab.core.list_namespaced_config_map(ns).metadata.resource_version

@@ -42,7 +42,7 @@ def run(lab: Lab, ev: Evidence) -> None:
                              "PROFILE=ha (settings.yml: profile: ha)").format(count=len(etcd)))
     members = lab.etcdctl("member list", node=etcd[0]).splitlines()
     ev.add(_("etcd members: {count}").format(count=len(members)))
-    with lab.namespace("C09") as ns:
+    with lab.namespace("C09", pods=False) as ns:
         lab.stop_units([etcd[-1]], ["etcd"], ev)
         error = wait_for(lambda: lab.api_writes(ns, "one-down") is None or None, 60, _("a write with one member down"))
         ev.expect(error is True, _("one of three down: the write succeeds"))

@@ -35,7 +35,7 @@ REACTION = 30  # seconds: the controller reacts to watch events, not to a timer
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    with lab.namespace("C15") as ns:
+    with lab.namespace("C15", pods=False) as ns:
         def message():
             try:
                 return (lab.core.read_namespaced_config_map("team-greeting", ns).data or {}).get("message")

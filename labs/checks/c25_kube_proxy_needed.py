@@ -44,7 +44,7 @@ def rules(lab: Lab, node: str, ip: str) -> list[str]:
 def run(lab: Lab, ev: Evidence) -> None:
     worker, other = lab.workers[-1], lab.workers[0]
     period = proxy_sync_period(proxy_config(lab, worker))
-    with lab.namespace("C25") as ns:
+    with lab.namespace("C25", pods=False) as ns:
         lab.stop_units([worker], ["kube-proxy"], ev)
         svc = lab.core.create_namespaced_service(ns, client.V1Service(
             metadata=client.V1ObjectMeta(name="late"),

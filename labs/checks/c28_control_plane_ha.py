@@ -47,7 +47,7 @@ def run(lab: Lab, ev: Evidence) -> None:
     holder = next((n for n in cps if vip in lab.sh(n, "ip -4 -o addr show", check=False)), cps[0])
     ev.add(_("the API address {server} is held by {holder}").format(server=lab.server, holder=holder))
     units = [u for u in UNITS if u != "etcd" or holder in lab.etcd_members]  # etcd: where it is stacked
-    with lab.namespace("C28") as ns:
+    with lab.namespace("C28", pods=False) as ns:
         lab.stop_units([holder], units, ev)
         error = wait_for(lambda: lab.api_writes(ns, "still-writable") is None or None, THREE_WRITE_ATTEMPTS,
                          _("a write through {server} with {holder} down").format(server=lab.server, holder=holder), 2)

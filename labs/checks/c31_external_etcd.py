@@ -104,7 +104,7 @@ def run(lab: Lab, ev: Evidence) -> None:
                   _("{cp}: kube-apiserver's connections to etcd go to {peers}").format(
                       cp=cp, peers=sorted(to_etcd - want) or _("no etcd machine")))
 
-    with lab.namespace("C31") as ns:
+    with lab.namespace("C31", pods=False) as ns:
         value = uuid.uuid4().hex
         from kubernetes import client
 
