@@ -38,7 +38,12 @@ def test_haproxy_and_keepalived_run_on_every_node(host):
     for name in ("haproxy", "keepalived"):
         service = host.service(name)
         assert service.is_running and service.is_enabled, name
-    assert host.socket("tcp://0.0.0.0:8443").is_listening
+    # Bound to the API's virtual address and the node's own address, not to every address of the node.
+    addresses = host.interface("eth0").addresses
+    node_ip = next(p["networks"][0]["ipv4_address"] for p in PLATFORMS if p["networks"][0]["ipv4_address"] in addresses)
+    assert host.socket(f"tcp://{VIP}:8443").is_listening
+    assert host.socket(f"tcp://{node_ip}:8443").is_listening
+    assert not host.socket("tcp://0.0.0.0:8443").is_listening
     haproxy = host.file("/etc/haproxy/haproxy.cfg")
     for platform in PLATFORMS:
         assert haproxy.contains(f"server {platform['name']} {platform['networks'][0]['ipv4_address']}:6443 ")
