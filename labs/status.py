@@ -96,7 +96,12 @@ def status(lab: Lab) -> Report:
             else:
                 report.bad(_("{node} not Ready").format(node=node), f"kubectl describe node {node}")
         report.head(_("leaders"))
-        for name, (holder, held) in lab.leaders().items():
+        try:
+            leaders = lab.leaders()
+        except Exception as exc:  # noqa: BLE001 - an API server going away between two looks is a finding
+            report.bad(_("API server does not answer"), str(exc).splitlines()[0][:160])
+            leaders = {}
+        for name, (holder, held) in leaders.items():
             if held:
                 report.ok(_("{component}: led by {node}").format(component=name, node=holder))
             else:
