@@ -147,9 +147,8 @@ class Lab(NodeAccess):
         # Pods need the namespace's default ServiceAccount, which a controller creates shortly after; up to a
         # minute and more after the controller manager's local API server restarted (wait_controllers_act).
         if pods:
-            wait_for(lambda: self.core.list_namespaced_service_account(
-                name, field_selector="metadata.name=default").items, SERVICE_ACCOUNT_WAIT,
-                _("the default ServiceAccount of {name}").format(name=name), 0.5)
+            self.wait_default_service_account(name, SERVICE_ACCOUNT_WAIT,
+                                              _("the default ServiceAccount of {name}").format(name=name))
         try:
             yield name
         finally:
@@ -238,11 +237,15 @@ class Lab(NodeAccess):
 
         wait_for(create, 30, _("the API server to create namespace {name}").format(name=name), 1)
         try:
-            wait_for(lambda: self.core.list_namespaced_service_account(
-                name, field_selector="metadata.name=default", _request_timeout=10).items, timeout,
-                _("the controllers to act again (the default ServiceAccount of {name})").format(name=name), 0.5)
+            self.wait_default_service_account(name, timeout, _(
+                "the controllers to act again (the default ServiceAccount of {name})").format(name=name))
         finally:
             self.delete_namespace(name, timeout=60)
+
+    def wait_default_service_account(self, namespace: str, timeout: float, what: str) -> None:
+        """Until the controller manager has made the namespace's default ServiceAccount (bounded)."""
+        wait_for(lambda: self.core.list_namespaced_service_account(
+            namespace, field_selector="metadata.name=default", _request_timeout=10).items, timeout, what, 0.5)
 
     def leaders(self) -> dict[str, tuple[str, bool]]:
         """Per leader-elected component, who holds its Lease and whether a live leader holds it: renewed within half
