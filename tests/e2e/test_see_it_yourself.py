@@ -42,7 +42,9 @@ PROFILE = os.environ.get("K8S_LAB_SEE_PROFILE", "default")
 NEEDS = {"C09": ("ha",), "C28": ("ha",), "C31": ("external-etcd",)}
 # A comment that starts so announces a command that fails (exit status not 0).
 FAILS = re.compile(r"^(fails|refused|nothing|forbidden|gone|no answer|no$|422)", re.I)
-WRONG = re.compile(r"command not found|unknown (shorthand )?flag|unknown command|No such file or directory|"
+# "No such file or directory" as a shell or coreutils prints it, capitalised: a component's log that a command shows
+# (journalctl) may hold Go's lower-case "no such file or directory" without anything wrong with the command.
+WRONG = re.compile(r"command not found|unknown (shorthand )?flag|unknown command|(?-i:No such file or directory)|"
                    r"syntax error|unexpected EOF|auth info \".*\" does not exist|error: unknown", re.I)
 # A comment that starts with an HTTP status or an outcome's word names what the output shows.
 # The first that matches counts (kubectl says "invalid" for a 422).
