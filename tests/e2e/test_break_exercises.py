@@ -3,7 +3,7 @@ of the catalogue this cluster can have, `lab break FAULT` puts it in, `lab check
 `lab break --undo` takes it out, and `lab status` is healthy again with nothing left behind. And `lab status`
 names a stopped component and exits non-zero.
 
-`make test-breaks` runs it (K8S_LAB_BREAKS=1): about 20 minutes, not in CI."""
+`make test-breaks` runs it (K8S_LAB_BREAKS=1): about 40 minutes on 2 cores, not in CI."""
 
 from __future__ import annotations
 

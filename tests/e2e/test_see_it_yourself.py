@@ -10,8 +10,8 @@ the lab is healthy and the commands have left nothing behind: the same objects i
 cordons on the nodes.
 
 `make test-see` runs it on the default profile (K8S_LAB_SEE=1; K8S_LAB_SEE_PROFILE=ha for the checks that need three
-control-plane nodes): about 10 minutes, not in CI. The checks whose topology the profile lacks are skipped, as `lab
-check` skips them."""
+control-plane nodes): about 18 minutes on 2 cores, not in CI. The checks whose topology the profile lacks are
+skipped, as `lab check` skips them."""
 
 from __future__ import annotations
 
