@@ -21,6 +21,8 @@ from labs.paths import ROOT
 from labs.registry import CheckFailed, Evidence, LabError
 from labs.restore import RESTORER
 
+CONTROL_PATH_DIR = Path("~/.ansible/cp")  # testinfra's (and Ansible's) default for the SSH control sockets
+
 
 def venv_on_path() -> None:
     """Put the directory of lab's own Python first on PATH: Ansible's commands (ansible-inventory, used here and
@@ -150,6 +152,9 @@ class NodeAccess:
             import testinfra
 
             os.environ.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+            # testinfra multiplexes SSH (ansible.cfg: control_path) only when this directory exists (Ansible makes
+            # it on its first run; lab may run before, with another HOME).
+            CONTROL_PATH_DIR.expanduser().mkdir(mode=0o700, parents=True, exist_ok=True)
             self._hosts[name] = testinfra.get_host(f"ansible://{name}", ansible_inventory=str(self.inventory))
         return self._hosts[name]
 
