@@ -82,6 +82,31 @@ def test_smoke_playbook_passes(cluster):
     assert recap(smoke.stdout)["localhost"]["failed"] == 0
 
 
+def test_pods_reach_the_nodes_name_server(cluster):
+    """CoreDNS forwards a name outside the cluster to the node's name server, and gets its answer. A docker node's
+    is Docker's DNS server at 127.0.0.11, which is every pod's own loopback: without the common role's
+    k8s-node-dns, CoreDNS forwarded to itself until its 1000 concurrent queries were used up, and answered
+    SERVFAIL. Docker's server knows the node containers by name: a pod must find them, through CoreDNS."""
+    from labs.kube import test_image
+    from labs.nodes import published_settings
+
+    cluster_name = published_settings(ROOT / "inventory")["cluster_name"]  # the node containers are named after it
+    pod = "dns-outside"
+    kubectl("run", pod, f"--image={test_image()}", "--restart=Never", "--command", "--", "sleep", "300")
+    try:
+        kubectl("wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=90s")
+        for node in ("cp1", "w1"):
+            name = f"{cluster_name}-{node}."
+            node_ip = kubectl("get", "node", node, "-o",
+                              "jsonpath={.status.addresses[?(@.type=='InternalIP')].address}")
+            answer = kubectl("exec", pod, "--", "nslookup", name)
+            assert node_ip in answer, answer
+        logs = kubectl("logs", "-n", "kube-system", "-l", "k8s-app=kube-dns", "--tail=-1")
+        assert "concurrent queries exceeded" not in logs, logs[-2000:]
+    finally:
+        kubectl("delete", "pod", pod, "--now", "--ignore-not-found")
+
+
 def test_the_cis_benchmark_finds_no_failure(cluster):
     """`make cis` (kube-bench on every machine and the policies from the control host): no FAIL (its exit status),
     on the default profile; docs/security.md gives the ha figures and every remaining WARN with its reason."""
