@@ -89,8 +89,12 @@ def status(lab: Lab) -> Report:
             report.ok(line)
     if api:
         report.head(_("nodes"))
-        ready = set(lab.ready_nodes())
-        for node in lab.nodes:
+        try:
+            ready = set(lab.ready_nodes())
+        except Exception as exc:  # noqa: BLE001 - an API server going away between two looks is a finding
+            report.bad(_("API server does not answer"), str(exc).splitlines()[0][:160])
+            ready = None
+        for node in lab.nodes if ready is not None else []:
             if node in ready:
                 report.ok(_("{node} Ready").format(node=node))
             else:
