@@ -10,6 +10,7 @@ printed.
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -67,6 +68,15 @@ def healthy(lab: Lab, ns: str, port: int) -> list[str]:
         missing = [f"{other} {cidr}" for other, cidr in cidrs.items() if other != node and cidr not in routes]
         assert not missing, f"{node} has no route to {missing}:\n{routes}"
     seen.append("pod routes: every node routes every other node's pod range")
+    # Docker picks new ports for its DNS server at each start of a container: k8s-node-dns (common role) must have
+    # copied them again at boot, or CoreDNS gets no answer for names outside the cluster.
+    for node in lab.nodes:
+        nat = lab.sh(node, "grep -q '^nameserver 127.0.0.11' /etc/resolv.conf && iptables-save -t nat || true")
+        if nat:
+            docker = sorted(re.findall(r"-A DOCKER_OUTPUT .*--to-destination (\S+)", nat))
+            ours = sorted(re.findall(r"-A K8S_NODE_DNS .*--to-destination (\S+)", nat))
+            assert docker and ours == docker, f"{node}: Docker's DNS server at {docker}, k8s-node-dns sends to {ours}"
+            seen.append(f"{node}: k8s-node-dns sends to Docker's DNS server at {', '.join(ours)}")
     return seen
 
 
