@@ -93,12 +93,12 @@ def status(lab: Lab) -> Report:
             ready = set(lab.ready_nodes())
         except Exception as exc:  # noqa: BLE001 - an API server going away between two looks is a finding
             report.bad(_("API server does not answer"), str(exc).splitlines()[0][:160])
-            ready = None
-        for node in lab.nodes if ready is not None else []:
-            if node in ready:
-                report.ok(_("{node} Ready").format(node=node))
-            else:
-                report.bad(_("{node} not Ready").format(node=node), f"kubectl describe node {node}")
+        else:
+            for node in lab.nodes:
+                if node in ready:
+                    report.ok(_("{node} Ready").format(node=node))
+                else:
+                    report.bad(_("{node} not Ready").format(node=node), f"kubectl describe node {node}")
         report.head(_("leaders"))
         try:
             leaders = lab.leaders()
