@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import re
 import string
 import tempfile
@@ -32,6 +33,7 @@ import yaml
 
 from labs.i18n import Text, _
 from labs.journal import Journal, record_path, restart, undo
+from labs.lab import LEADER_LEASES
 from labs.registry import LabError
 from labs.timing import wait_for
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 BACKUP = ".before-lab-break"  # a changed file's original, beside it, while the fault is in place
 DROPIN = "zz-lab-falsify.conf"  # a unit's drop-in that changes what the unit does
+LEADER_TAKEOVER = 90  # seconds (real hardware): a restarted leader-elected component leads (its lease 15 s, retries)
 SETTLE = 240  # seconds (real hardware) a fault that changed units gives the cluster to be healthy after its undo
 CP_TAINT = "node-role.kubernetes.io/control-plane"
 STRAY = "/usr/local/sbin/lab-stray"  # where a stray etcd's binary goes on a machine
@@ -199,6 +202,24 @@ def edit_file(lab: Lab, journal: Journal, nodes: list[str], path: str, edit: Cal
         data = base64.b64encode(text.encode()).decode()
         lab.sh(node, f"echo {data} | base64 -d > {path}")
     restart(lab, list(nodes), unit)
+    if unit in LEADER_LEASES:
+        leading_again(lab, unit)
+
+
+def leading_again(lab: Lab, unit: str) -> None:
+    """A leader-elected component's change is in effect once one of its restarted processes leads: its Lease
+    renewed after every restart was done, which no process from before can do (after the old leader's lease has run
+    out: 15 s), and, for the controller manager, once its controllers act. Otherwise a check would meet a cluster
+    that starts no pod for a while, and fail for that instead of for the fault."""
+    done = lab.server_now() + datetime.timedelta(seconds=1)  # the Date header counts whole seconds
+
+    def leads() -> bool:
+        spec = lab.coordination.read_namespaced_lease(unit, "kube-system", _request_timeout=10).spec
+        return bool(spec.holder_identity and spec.renew_time and spec.renew_time > done)
+
+    wait_for(leads, LEADER_TAKEOVER, _("a restarted {unit} to lead").format(unit=unit), 1)
+    if unit == "kube-controller-manager":
+        lab.wait_controllers_act(LEADER_TAKEOVER)
 
 
 def rogue_etcd_client(lab: Lab, journal: Journal, node: str) -> None:

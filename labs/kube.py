@@ -62,6 +62,9 @@ def test_image() -> str:
 # seconds (times timeout_scale): the image is already on every node, so this is scheduling + sandbox + start, which
 # takes 2-5 s on the docker provider; a pod that has not started in a minute will not.
 POD_START_TIMEOUT = 60
+# A Deployment's pods are made by two controllers first (deployment, then ReplicaSet): seen to take 40 s and more on
+# a loaded 2-core host shortly after the controller manager had restarted (a new leader, its informers starting).
+DEPLOYMENT_START_TIMEOUT = 90
 
 
 # What the test image answers over HTTP (echo_env gives it the names): "pod=<POD_NAME> node=<NODE_NAME>".
@@ -107,7 +110,7 @@ def run_pod(lab: Lab, ns: str, manifest: dict, timeout: float = POD_START_TIMEOU
 
 
 def run_deployment(lab: Lab, ns: str, name: str, replicas: int, spread: bool = False,
-                   timeout: float = POD_START_TIMEOUT, **pod_spec) -> list:
+                   timeout: float = DEPLOYMENT_START_TIMEOUT, **pod_spec) -> list:
     """A Deployment of the test image (answering on 8080); its pods once all are ready.
     ``spread``: at most one replica more on one schedulable node than on another; ``pod_spec``: further fields of
     the pods' spec (tolerations, a grace period, ...)."""
@@ -126,16 +129,38 @@ def run_deployment(lab: Lab, ns: str, name: str, replicas: int, spread: bool = F
     return wait_ready_pods(lab, ns, name, replicas, timeout)
 
 
+def pod_state(pod) -> str:
+    """A pod as a failure message shows it: name@node, phase, why a container waits or is not ready, Terminating."""
+    words = [f"{pod.metadata.name}@{pod.spec.node_name or _('(not scheduled)')}", pod.status.phase or "?"]
+    for status in pod.status.container_statuses or []:
+        waiting = status.state and status.state.waiting
+        if waiting:
+            words.append(waiting.reason or "waiting")
+        elif not status.ready:
+            words.append(_("not ready"))
+    if pod.metadata.deletion_timestamp:
+        words.append("Terminating")
+    return " ".join(words)
+
+
 def wait_ready_pods(lab: Lab, ns: str, app: str, count: int, timeout: float = POD_START_TIMEOUT) -> list:
-    """The pods labelled app=<app>, once exactly ``count`` of them exist and all are ready."""
+    """The pods labelled app=<app>, once exactly ``count`` of them exist and all are ready. On a timeout the message
+    ends with the pods as last seen (none made: the controllers did not act; not scheduled; a container waiting)."""
+    seen: list[str] = []
+
     def ready():
-        pods = [p for p in lab.core.list_namespaced_pod(ns, label_selector=f"app={app}").items
-                if not p.metadata.deletion_timestamp]
+        listed = lab.core.list_namespaced_pod(ns, label_selector=f"app={app}").items
+        seen[:] = [pod_state(p) for p in listed]
+        pods = [p for p in listed if not p.metadata.deletion_timestamp]
         ok = [p for p in pods if p.status.phase == "Running"
               and all(s.ready for s in p.status.container_statuses or [])]
         return ok if len(pods) == len(ok) == count else None
 
-    return wait_for(ready, timeout, _("{count} ready pods app={app} in {ns}").format(count=count, app=app, ns=ns))
+    try:
+        return wait_for(ready, timeout, _("{count} ready pods app={app} in {ns}").format(count=count, app=app, ns=ns))
+    except CheckFailed as exc:
+        raise CheckFailed(_("{failure}; the pods then: {pods}").format(
+            failure=exc, pods=", ".join(seen) or _("none"))) from None
 
 
 def pod_exec(lab: Lab, ns: str, pod: str, command: list[str], timeout: float = 60, check: bool = True) -> str:

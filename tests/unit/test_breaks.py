@@ -6,6 +6,7 @@ into a real cluster by tests/e2e/test_labs.py.)"""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import re
 import shlex
@@ -43,6 +44,7 @@ CONFIGS = {
 PATHS = {"bin_dir": "/usr/local/bin", "config_dir": "/etc/kubernetes", "etcd_config_dir": "/etc/etcd",
          "pki_dir": "/etc/kubernetes/pki"}
 VIP = "192.168.56.10"
+NOW = datetime.datetime(2026, 12, 3, 17, 0, tzinfo=datetime.UTC)  # the model API server's clock
 
 
 class Api:
@@ -80,6 +82,12 @@ class Api:
                   for k, e in self.cluster.taints[name]]
         return SimpleNamespace(spec=SimpleNamespace(taints=taints))
 
+    def read_namespaced_lease(self, name: str, namespace: str, _request_timeout=None):
+        """A leader-elected component's Lease: renewed after NOW by the leader among its restarted processes."""
+        holder = self.cluster.restarted.get(name)
+        renewed = NOW + datetime.timedelta(seconds=2 if holder else -30)
+        return SimpleNamespace(spec=SimpleNamespace(holder_identity=f"{holder or 'cp1'}_1", renew_time=renewed))
+
     def patch_node(self, name: str, body: dict) -> None:
         self.cluster.event("api", f"patch node {name}")
         self.cluster.taints[name] = [(t["key"], t["effect"]) for t in body["spec"]["taints"]]
@@ -105,7 +113,8 @@ class Cluster:
         self.unreachable: set[str] = set()
         self.api_down = False
         self.healthy_waits: list[float] = []
-        self.core = self.rbac = self.admission = Api(self)
+        self.restarted: dict[str, str] = {}  # unit: the first node it was restarted on
+        self.core = self.rbac = self.admission = self.coordination = Api(self)
 
     # topology
     @property
@@ -129,6 +138,12 @@ class Cluster:
 
     def ping(self) -> str:
         return "v1.37.2"
+
+    def server_now(self) -> datetime.datetime:
+        return NOW
+
+    def wait_controllers_act(self, timeout: float) -> None:
+        self.event("wait", "controllers act")
 
     def host(self, node: str):
         cluster = self
@@ -181,6 +196,8 @@ class Cluster:
             files[match.group(1)] = "drop-in"
         elif match := re.fullmatch(r"systemctl stop (\S+)", command):
             self.stopped.add((node, match.group(1)))
+        elif match := re.fullmatch(r"systemctl daemon-reload && systemctl restart (\S+)", command):
+            self.restarted.setdefault(match.group(1), node)
         elif command.startswith("systemctl start --no-block"):
             for unit in command.removesuffix(" || true").split()[3:]:
                 self.stopped.discard((node, unit))
@@ -392,6 +409,32 @@ def test_a_wait_for_health_that_fails_does_not_keep_the_record(state):
     with pytest.raises(LabError, match="the cluster healthy again .*timed out"), broken(cluster, FAULTS["C16"]):
         pass
     assert Journal.load() is None  # everything the fault changed is undone; health is lab status's business
+
+
+@pytest.mark.parametrize(("fault", "unit", "acts"), [("C29", "kube-controller-manager", True),
+                                                    ("C11", "kube-scheduler", False)])
+def test_a_changed_leader_elected_component_leads_before_the_check_runs(state, fault, unit, acts):
+    """A fault that restarts the controller manager or the scheduler is in once a restarted process leads (its
+    Lease renewed after the restarts) and, for the controller manager, its controllers act."""
+    cluster = Cluster()
+    reads = []
+    lease = Api.read_namespaced_lease
+
+    def read(api, name, namespace, _request_timeout=None):
+        reads.append((name, [e[1] for e in cluster.log if e[0] == "sh" and e[2].endswith(f"restart {unit}")]))
+        return lease(api, name, namespace, _request_timeout)
+
+    Api.read_namespaced_lease = read
+    try:
+        journal = Journal.begin(record_path(), fault, FAULTS[fault].check)
+        FAULTS[fault].apply(cluster, journal)
+    finally:
+        Api.read_namespaced_lease = lease
+    # the Lease is read once every control-plane node runs the changed component
+    assert reads and all(name == unit and restarted == ["cp1", "cp2", "cp3"] for name, restarted in reads)
+    assert [e[1] for e in cluster.log if e[0] == "wait"] == (["controllers act"] if acts else [])
+    assert cluster.log[-1] == (("wait", "controllers act") if acts else
+                               ("sh", "cp3", f"systemctl daemon-reload && systemctl restart {unit}"))
 
 
 # --------------------------------------------------------------------------
