@@ -413,7 +413,7 @@ def test_a_wait_for_health_that_fails_does_not_keep_the_record(state):
 
 @pytest.mark.parametrize(("fault", "unit", "acts"), [("C29", "kube-controller-manager", True),
                                                     ("C11", "kube-scheduler", False)])
-def test_a_changed_leader_elected_component_leads_before_the_check_runs(state, fault, unit, acts):
+def test_a_changed_leader_elected_component_leads_before_the_check_runs(state, monkeypatch, fault, unit, acts):
     """A fault that restarts the controller manager or the scheduler is in once a restarted process leads (its
     Lease renewed after the restarts) and, for the controller manager, its controllers act."""
     cluster = Cluster()
@@ -424,12 +424,8 @@ def test_a_changed_leader_elected_component_leads_before_the_check_runs(state, f
         reads.append((name, [e[1] for e in cluster.log if e[0] == "sh" and e[2].endswith(f"restart {unit}")]))
         return lease(api, name, namespace, _request_timeout)
 
-    Api.read_namespaced_lease = read
-    try:
-        journal = Journal.begin(record_path(), fault, FAULTS[fault].check)
-        FAULTS[fault].apply(cluster, journal)
-    finally:
-        Api.read_namespaced_lease = lease
+    monkeypatch.setattr(Api, "read_namespaced_lease", read)
+    FAULTS[fault].apply(cluster, Journal.begin(record_path(), fault, FAULTS[fault].check))
     # the Lease is read once every control-plane node runs the changed component
     assert reads and all(name == unit and restarted == ["cp1", "cp2", "cp3"] for name, restarted in reads)
     assert [e[1] for e in cluster.log if e[0] == "wait"] == (["controllers act"] if acts else [])
