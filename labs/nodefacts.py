@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -132,12 +133,18 @@ class Snapshot:
     conns: list[Conn] = field(default_factory=list)
     procs: dict[int, Proc] = field(default_factory=dict)
     units: dict[str, Unit] = field(default_factory=dict)
+    # Connections without an owner in one look and not in the same state in the next (see settled): gone, or new.
+    short_lived: list[Conn] = field(default_factory=list)
 
     @classmethod
     def parse(cls, text: str) -> Snapshot:
         ss, _, rest = text.partition("--- procs")
         procs, _, units = rest.partition("--- units")
         return cls(parse_ss(ss), parse_procs(procs), parse_units(units))
+
+    def unowned(self) -> list[Conn]:
+        """The connections whose process this look cannot see."""
+        return [c for c in self.conns if not self.owners(c)]
 
     def owners(self, conn: Conn) -> list[Proc]:
         return [self.procs[p] for p in conn.pids if p in self.procs]
@@ -235,3 +242,24 @@ def open_watches(lines: str, since: float = 0.0) -> dict[str, dict[str, int]]:
         per_user = watches.setdefault(user, {})
         per_user[resource] = per_user.get(resource, 0) + 1
     return watches
+
+
+def settled(look: Callable[[], Snapshot]) -> Snapshot:
+    """A look at a node in which a connection without a visible process is one that stays so.
+
+    `ss -p` finds a socket's process by reading /proc before it lists the sockets, so a connection opened in
+    between has no process, and one whose process ended before /proc was listed has none either. When a look has
+    such a connection, the node is looked at again: the second look is the answer, except that a connection without
+    a process counts only when the first look saw it so too (a process that hides its sockets, not a race). The
+    connections set aside — gone by the second look, or new in it without a process — are kept as ``short_lived``.
+    """
+    first = look()
+    unseen = {(c.local, c.peer): c for c in first.unowned()}
+    if not unseen:
+        return first
+    again = look()
+    present = {(c.local, c.peer) for c in again.conns}
+    keep = [c for c in again.conns if again.owners(c) or (c.local, c.peer) in unseen]
+    gone = [c for key, c in unseen.items() if key not in present]
+    new = [c for c in again.unowned() if (c.local, c.peer) not in unseen]
+    return Snapshot(keep, again.procs, again.units, gone + new)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from labs.i18n import _
-from labs.nodefacts import SNAPSHOT, Snapshot, open_watches
+from labs.nodefacts import SNAPSHOT, Snapshot, open_watches, settled
 from labs.paths import ROOT
 from labs.registry import CheckFailed, Evidence, LabError
 from labs.restore import RESTORER
@@ -203,8 +203,9 @@ class NodeAccess:
         return json.loads(self.sh(node, f"python3 -c {shlex.quote(script)} {path} {since or 0}"))
 
     def snapshot(self, node: str) -> Snapshot:
-        """One look at a node's connections, processes and component units (see labs.nodefacts)."""
-        return Snapshot.parse(self.sh(node, SNAPSHOT))
+        """A look at a node's connections, processes and component units (see labs.nodefacts): a second look when
+        the first saw a connection without its process (nodefacts.settled)."""
+        return settled(lambda: Snapshot.parse(self.sh(node, SNAPSHOT)))
 
     def unit_arg(self, node: str, unit: str, flag: str) -> str | None:
         """The value of ``--flag`` in a systemd unit's command line."""

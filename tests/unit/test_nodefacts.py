@@ -86,6 +86,48 @@ def test_identity_is_decided_by_pid_and_binary_not_by_name():
     assert [p.pid for p in snap.running(F.CONTROL_PLANE)] == [777, 778, 900, 1234]
 
 
+
+def look(ss: str) -> F.Snapshot:
+    return F.Snapshot.parse(f"{ss}--- procs\n{PROCS}--- units\n{UNITS}")
+
+
+API = "0 0 192.168.56.11:36518 192.168.56.13:2379 users:((\"kube-apiserver\",pid=1234,fd=9))\n"
+RACED = "0 0 192.168.56.11:50100 192.168.56.13:2379\n"  # opened after ss read /proc: no process
+EXITED = "0 0 192.168.56.11:50200 192.168.56.13:2379 users:((\"etcdctl\",pid=999,fd=3))\n"  # pid gone from /proc
+
+
+def test_a_look_without_unowned_connections_is_taken_once():
+    looks = iter([look(API)])
+    snap = F.settled(lambda: next(looks))  # a second call would raise StopIteration
+    assert (len(snap.conns), snap.unowned(), snap.short_lived) == (1, [], [])
+
+
+def test_a_connection_seen_without_its_process_once_is_short_lived_not_a_stranger():
+    """ss reads /proc before it lists the sockets: a connection opened in between has no process (the live
+    diagram once drew two such connections to etcd as strangers on a healthy cluster)."""
+    calls = []
+    looks = iter([look(API + RACED + EXITED), look(API)])
+    snap = F.settled(lambda: calls.append(1) or next(looks))
+    assert len(calls) == 2
+    assert [c.local for c in snap.conns] == ["192.168.56.11:36518"]
+    assert sorted(c.local for c in snap.short_lived) == ["192.168.56.11:50100", "192.168.56.11:50200"]
+
+
+def test_a_connection_without_a_process_in_two_looks_stays_and_one_new_in_the_second_is_set_aside():
+    later = "0 0 192.168.56.11:50300 192.168.56.13:2379\n"
+    looks = iter([look(API + RACED), look(API + RACED + later)])
+    snap = F.settled(lambda: next(looks))
+    assert [c.local for c in snap.unowned()] == ["192.168.56.11:50100"]  # hidden twice: a stranger
+    assert [c.local for c in snap.short_lived] == ["192.168.56.11:50300"]
+
+
+def test_the_second_look_names_a_process_the_first_missed():
+    owned = RACED.rstrip("\n") + ' users:(("kube-apiserver",pid=1234,fd=12))\n'
+    looks = iter([look(RACED), look(owned)])
+    snap = F.settled(lambda: next(looks))
+    assert [snap.component_of(p) for c in snap.conns for p in snap.owners(c)] == ["kube-apiserver"]
+    assert snap.short_lived == []
+
 IPTABLES = """\
 -A KUBE-SERVICES -d 10.96.0.10/32 -p udp -m comment --comment "kube-system/kube-dns:dns cluster IP" -j KUBE-SVC-TCOU
 -A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "default/kubernetes:https cluster IP" -j KUBE-SVC-NPX4
