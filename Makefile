@@ -19,7 +19,7 @@ ifdef K8S_LAB_STATE_DIR
 export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
 endif
 
-.PHONY: help deps test-tools artifacts node-image box settings up down provision smoke repair status stop start check cis rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
+.PHONY: help deps test-tools artifacts node-image box settings up down provision smoke repair status stop start check cis conformance rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -130,6 +130,10 @@ renew-certificates: settings ## reissue every leaf certificate (CAs stay) and re
 
 test-security: deps artifacts node-image ## default profile: a key rotation and a certificate renewal with the checks passing after each (not in CI)
 	@K8S_LAB_SECURITY=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_security.py $(PYTEST_ARGS)
+
+conformance: settings ## Kubernetes' own conformance tests on the running cluster (FOCUS=regex, PROCS=4); builds the suite and its images first; results in the state folder's conformance/ (not in CI: hours)
+	@$(PY) -m tools.artifacts --with conformance
+	@$(PY) -m tools.conformance
 
 cis: ## the CIS Kubernetes Benchmark (kube-bench) on the running cluster; results in the state folder's cis/
 	@$(PY) -m tools.cis

@@ -139,12 +139,15 @@ def image_relpath(name: str, version: str, arch: str) -> str:
     return f"images/{name}/{version}/image-linux-{arch}.tar"
 
 
-def plan(versions: dict, arch: str) -> list[Artifact]:
-    """Every artifact the cluster needs on ``arch``, in build order."""
+def plan(versions: dict, arch: str, sets: tuple[str, ...] | list[str] = ()) -> list[Artifact]:
+    """Every artifact the cluster needs on ``arch``, in build order; with ``sets``, also the opt-in artifacts of
+    those sets (versions.yml ``set``: conformance, the upstream test suite and its images)."""
     items: list[Artifact] = []
     for comp_name, comp in versions["components"].items():
         version = comp["version"]
         for file_id, spec in comp["files"].items():
+            if spec.get("set") and spec["set"] not in sets:
+                continue
             url = expand(spec["url"], version, arch)
             items.append(
                 Artifact(
@@ -163,6 +166,8 @@ def plan(versions: dict, arch: str) -> list[Artifact]:
                 )
             )
     for image_id, spec in versions.get("images", {}).items():
+        if spec.get("set") and spec["set"] not in sets:
+            continue
         name, version = spec["name"], str(spec["version"])
         items.append(
             Artifact(
@@ -221,8 +226,8 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
     for arch in arches:
         if arch not in ("amd64", "arm64"):
             raise ArtifactError(f"unsupported architecture {arch!r}: use amd64 or arm64")
-        files, images, paths = [], [], {}
-        for art in plan(versions, arch):
+        described: dict[str, dict] = {}  # "" (what the cluster needs), or an opt-in set -> files, images, paths
+        for art in plan(versions, arch, optional_sets(versions)):
             nodes = art.spec.get("nodes")
             if nodes not in NODE_GROUPS:
                 where = (f"images.{art.component}" if art.kind == "image"
@@ -230,6 +235,8 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
                 raise ArtifactError(f"versions.yml: {where}.nodes: {nodes!r}: use one of {', '.join(NODE_GROUPS)}")
             if nodes == "none":
                 continue
+            files, images, paths = (described.setdefault(art.spec.get("set", ""), {
+                "files": [], "images": [], "paths": {}})[k] for k in ("files", "images", "paths"))
             if art.kind == "image":
                 path = str(cache_dir / art.relpath)
                 images.append({"id": art.id, "component": art.component, "version": art.version, "nodes": nodes,
@@ -248,8 +255,15 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
             files.append({"id": art.id, "component": art.component, "version": art.version, "nodes": nodes,
                           "url": art.url, "relpath": art.relpath, "archive": archive,
                           "sha256": art.official_sha256, "sha256_url": art.sha256_url, "binaries": binaries})
-        result["arches"][arch] = {"files": files, "images": images, "paths": paths}
+        result["arches"][arch] = {**described.pop("", {"files": [], "images": [], "paths": {}}), "sets": described}
     return result
+
+
+def optional_sets(versions: dict) -> tuple[str, ...]:
+    """The opt-in sets versions.yml names (``set:`` of a file or an image), which `make artifacts` leaves out."""
+    specs = [f for c in versions["components"].values() for f in c["files"].values()]
+    specs += list(versions.get("images", {}).values())
+    return tuple(sorted({s["set"] for s in specs if s.get("set")}))
 
 
 # --------------------------------------------------------------------------
@@ -501,7 +515,9 @@ def kubernetes_ldflags(version: str) -> str:
     return " ".join(flags)
 
 
-def go_build(package: str, out: Path, workdir: Path, arch: str, build: dict, version: str) -> None:
+def go_build(package: str, out: Path, workdir: Path, arch: str, build: dict, version: str,
+             test: bool = False) -> None:
+    """``go build`` of a package into ``out`` (``go test -c``, its test binary, with ``test``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     cgo = bool(build.get("cgo"))
     if build.get("kind") == "kubernetes":
@@ -510,7 +526,8 @@ def go_build(package: str, out: Path, workdir: Path, arch: str, build: dict, ver
         ldflags = " ".join(["-s", "-w"] + [expand(f, version, arch) for f in build.get("ldflags", [])])
     if build.get("static"):
         ldflags += " -extldflags -static"
-    cmd = ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out)]
+    cmd = ["go", "test", "-c"] if test else ["go", "build"]
+    cmd += ["-trimpath", "-ldflags", ldflags, "-o", str(out)]
     if build.get("tags"):
         cmd += ["-tags", ",".join(build["tags"])]
     run(cmd + [package], cwd=workdir, env=go_env(arch, cgo))
@@ -573,10 +590,15 @@ def build_file(cache: Path, art: Artifact) -> None:
         dest.chmod(0o755)
         return
     files: dict[str, Path] = {}
-    for inner, package in art.spec["build_packages"].items():
+    for inner, package in art.spec.get("build_packages", {}).items():
         inner = expand(inner, art.version, art.arch)
         out = workdir / "out" / inner.lstrip("./")
         go_build(package, out, workdir, art.arch, art.build, art.version)
+        files[inner] = out
+    for inner, package in art.spec.get("build_tests", {}).items():  # a package's tests as one binary (e2e.test)
+        inner = expand(inner, art.version, art.arch)
+        out = workdir / "out" / inner.lstrip("./")
+        go_build(package, out, workdir, art.arch, art.build, art.version, test=True)
         files[inner] = out
     modes: dict[str, int] = {}
     if art.spec.get("build_trees"):
@@ -594,9 +616,10 @@ def build_file(cache: Path, art: Artifact) -> None:
 
 
 def oci_archive(dest: Path, name: str, tag: str, arch: str, layer_files: dict[str, tuple[bytes, int]],
-                config: dict, symlinks: dict[str, str] | None = None) -> None:
+                config: dict, symlinks: dict[str, str] | None = None, base: Path | None = None) -> None:
     """Write an OCI image layout archive that both ``ctr images import`` and
-    ``docker load`` accept, naming the image ``name:tag``."""
+    ``docker load`` accept, naming the image ``name:tag``: one layer of
+    ``layer_files`` and ``symlinks``, on top of ``base`` (a layer tar) if given."""
     layer_raw = io.BytesIO()
     with tarfile.open(fileobj=layer_raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
         dirs = sorted({str(Path(p).parent) for p in list(layer_files) + list(symlinks or {})} - {"."})
@@ -615,14 +638,20 @@ def oci_archive(dest: Path, name: str, tag: str, arch: str, layer_files: dict[st
             info = tarfile.TarInfo(path)
             info.type, info.linkname, info.mode, info.mtime = tarfile.SYMTYPE, target, 0o777, 0
             tar.addfile(info)
-    layer = layer_raw.getvalue()
-    layer_digest = hashlib.sha256(layer).hexdigest()
+    layers = [layer_raw.getvalue()]
+    diff_ids = [hashlib.sha256(layers[0]).hexdigest()]
+    media = ["application/vnd.oci.image.layer.v1.tar"]
+    if base:  # large: kept gzipped (the runtime unpacks it; its diff id is the tar's own digest)
+        diff_ids.insert(0, hashlib.sha256(base.read_bytes()).hexdigest())
+        layers.insert(0, gzipped(base))
+        media.insert(0, "application/vnd.oci.image.layer.v1.tar+gzip")
+    digests = [hashlib.sha256(layer).hexdigest() for layer in layers]
     cfg = {
         "architecture": arch,
         "os": "linux",
         "config": config,
-        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
-        "history": [{"created_by": "k8s-arch-lab tools/artifacts.py"}],
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{d}" for d in diff_ids]},
+        "history": [{"created_by": "k8s-arch-lab tools/artifacts.py"} for _ in digests],
     }
     cfg_bytes = json.dumps(cfg, sort_keys=True).encode()
     cfg_digest = hashlib.sha256(cfg_bytes).hexdigest()
@@ -631,8 +660,8 @@ def oci_archive(dest: Path, name: str, tag: str, arch: str, layer_files: dict[st
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                    "digest": f"sha256:{cfg_digest}", "size": len(cfg_bytes)},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
-                    "digest": f"sha256:{layer_digest}", "size": len(layer)}],
+        "layers": [{"mediaType": m, "digest": f"sha256:{d}", "size": len(layer)}
+                   for m, d, layer in zip(media, digests, layers, strict=True)],
     }
     man_bytes = json.dumps(manifest, sort_keys=True).encode()
     man_digest = hashlib.sha256(man_bytes).hexdigest()
@@ -648,16 +677,29 @@ def oci_archive(dest: Path, name: str, tag: str, arch: str, layer_files: dict[st
         }],
     }
     docker_manifest = [{"Config": f"blobs/sha256/{cfg_digest}", "RepoTags": [ref],
-                        "Layers": [f"blobs/sha256/{layer_digest}"]}]
+                        "Layers": [f"blobs/sha256/{d}" for d in digests]}]
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
     with tarfile.open(tmp, mode="w", format=tarfile.GNU_FORMAT) as tar:
         add_file(tar, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}', 0o644)
         add_file(tar, "index.json", json.dumps(index, sort_keys=True).encode(), 0o644)
         add_file(tar, "manifest.json", json.dumps(docker_manifest).encode(), 0o644)
-        for digest, blob in ((layer_digest, layer), (cfg_digest, cfg_bytes), (man_digest, man_bytes)):
+        for digest, blob in (*zip(digests, layers, strict=True), (cfg_digest, cfg_bytes), (man_digest, man_bytes)):
             add_file(tar, f"blobs/sha256/{digest}", blob, 0o644)
     tmp.replace(dest)
+
+
+def gzipped(layer: Path) -> bytes:
+    """A layer tar gzipped once, kept beside it (``.gz``) for the next image on the same base."""
+    import gzip
+
+    packed = layer.with_name(layer.name + ".gz")
+    if not packed.exists() or packed.stat().st_mtime < layer.stat().st_mtime:
+        part = packed.with_name(packed.name + ".part")
+        with layer.open("rb") as src, gzip.GzipFile(part, "wb", compresslevel=6, mtime=0) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        part.replace(packed)
+    return packed.read_bytes()
 
 
 def extract_member(archive: Path, member: str) -> bytes:
@@ -696,10 +738,7 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
         oci_archive(dest, name, tag, art.arch, {"coredns": (data, 0o755)},
                     {"Entrypoint": ["/coredns"], "User": "65532:65532", "ExposedPorts": {"53/tcp": {}, "53/udp": {}}})
     elif source["kind"] == "echo":
-        busybox = Path(os.environ.get("K8S_LAB_BUSYBOX", "/bin/busybox"))
-        if not busybox.is_file() or "statically linked" not in run(["file", "-L", str(busybox)]):
-            raise ArtifactError(f"the echo image needs a static busybox at {busybox} "
-                                "(Debian: busybox-static; run `make deps`)")
+        busybox = static_busybox(art)
         out = workdir / "echo-server"
         env = go_env(art.arch, cgo=False)
         env["GOFLAGS"] = ""
@@ -712,8 +751,117 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
         oci_archive(dest, name, tag, art.arch, files,
                     {"Entrypoint": ["/usr/local/bin/echo-server"], "Env": ["PATH=/usr/local/bin:/bin"],
                      "ExposedPorts": {"8080/tcp": {}}}, links)
+    elif source["kind"] == "busybox":
+        busybox = static_busybox(art)
+        applets = run([str(busybox), "--list"]).split()
+        files = {"bin/busybox": (busybox.read_bytes(), 0o755), "etc/passwd": (PASSWD, 0o644),
+                 "etc/group": (GROUP, 0o644), "tmp/.keep": (b"", 0o644)}
+        oci_archive(dest, name, tag, art.arch, files, {"Cmd": ["sh"], "Env": [f"PATH={E2E_PATH}"]},
+                    {f"bin/{a}": "busybox" for a in applets if a != "busybox"})
+    elif source["kind"] == "agnhost":
+        comp = versions["components"][source["component"]]
+        src = module_dir(comp["build"]["module"], comp["version"], workdir, art.arch) / "test/images/agnhost"
+        stand_in = bool(source.get("stand_in"))
+        if (src / "VERSION").read_text().strip() != tag and not stand_in:
+            raise ArtifactError(f"image {art.component}: {comp['version']} has agnhost "
+                                f"{(src / 'VERSION').read_text().strip()}, versions.yml names {tag}")
+        module = prepare_module(cache, next(i for i in all_items if i.component == source["component"]))
+        out = workdir / "agnhost"
+        go_build(f"{comp['build']['module']}/test/images/agnhost", out, module, art.arch, {}, comp["version"])
+        root = e2e_base_root(cache, art.arch)
+        # The user and group the Dockerfile adds (tests run as them by name).
+        passwd = (root / "etc/passwd").read_bytes() + b"user-defined-in-image:x:1000:1000::/home/user:/bin/sh\n"
+        group = ((root / "etc/group").read_bytes() + b"user-defined-in-image:x:1000:\n"
+                 b"group-defined-in-image:x:50000:user-defined-in-image\n")
+        files = {"agnhost": (out.read_bytes(), 0o755), "etc/passwd": (passwd, 0o644), "etc/group": (group, 0o644),
+                 "localhost.crt": ((src / "porter/localhost.crt").read_bytes(), 0o644),
+                 "localhost.key": ((src / "porter/localhost.key").read_bytes(), 0o644), "uploads/.keep": (b"", 0o644)}
+        image_dir = src.parent / source.get("image", "agnhost")
+        for path in sorted((image_dir / "html").glob("*")) if source.get("image") else []:
+            files[path.name] = (path.read_bytes(), 0o644)  # kitten and nautilus: agnhost serving their files
+        if stand_in:  # another image than the release's agnhost, with the same commands
+            built = (image_dir / "VERSION").read_text().strip()
+            files["STAND-IN"] = (f"{name}:{tag} stand-in, built from {image_dir.name} {built} of "
+                                 f"{comp['version']}\n".encode(), 0o644)
+        oci_archive(dest, name, tag, art.arch, files,
+                    {"Entrypoint": ["/agnhost"], "Cmd": source.get("cmd", ["pause"]), "Env": [f"PATH={E2E_PATH}"],
+                     "ExposedPorts": {f"{p}/tcp": {} for p in (80, 8080, 8081, 9376, 5000)}},
+                    {"agnhost-2": "agnhost", "usr/local/bin/iperf": "/usr/bin/iperf"}, base=e2e_base(cache, art.arch))
+    elif source["kind"] == "debian":
+        oci_archive(dest, name, tag, art.arch, {"etc/k8s-arch-lab-image": (f"{name}:{tag}\n".encode(), 0o644)},
+                    {"Cmd": ["bash"], "Env": [f"PATH={E2E_PATH}"]}, base=e2e_base(cache, art.arch))
+    elif source["kind"] == "nginx":
+        oci_archive(dest, name, tag, art.arch, {"var/www/html/index.html": (NGINX_INDEX, 0o644)},
+                    {"Cmd": ["nginx", "-g", "daemon off;"], "Env": [f"PATH={E2E_PATH}"], "StopSignal": "SIGQUIT",
+                     "ExposedPorts": {"80/tcp": {}}}, base=e2e_base(cache, art.arch))
     else:
         raise ArtifactError(f"image {art.component}: unknown source kind {source['kind']!r}")
+
+
+# The conformance images' Debian base: what agnhost's Dockerfile installs on Alpine (bind-tools, curl, netcat,
+# iproute2, iperf, bash, util-linux, socat), and nginx for the nginx images.
+E2E_PACKAGES = ("bash", "dnsutils", "curl", "netcat-openbsd", "iproute2", "iperf", "socat", "procps", "nginx-light")
+E2E_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PASSWD = b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n"
+GROUP = b"root:x:0:\nnogroup:x:65534:\n"
+NGINX_INDEX = (b"<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head>\n"
+               b"<body><h1>Welcome to nginx!</h1></body></html>\n")
+
+
+def static_busybox(art: Artifact) -> Path:
+    busybox = Path(os.environ.get("K8S_LAB_BUSYBOX", "/bin/busybox"))
+    if not busybox.is_file() or "statically linked" not in run(["file", "-L", str(busybox)]):
+        raise ArtifactError(f"the {art.component} image needs a static busybox at {busybox} "
+                            "(Debian: busybox-static; run `make deps`)")
+    return busybox
+
+
+def debian_mirror() -> str:
+    """The Debian mirror to debootstrap from: $K8S_LAB_DEBIAN_MIRROR, else the first one this host's apt uses."""
+    if os.environ.get("K8S_LAB_DEBIAN_MIRROR"):
+        return os.environ["K8S_LAB_DEBIAN_MIRROR"]
+    texts = [p.read_text(errors="replace") for p in [Path("/etc/apt/sources.list"),
+             *sorted(Path("/etc/apt/sources.list.d").glob("*"))] if p.is_file()]
+    for word in " ".join(texts).split():
+        if word.startswith(("http://", "https://")) and word.rstrip("/").endswith("/debian"):
+            return word
+    raise ArtifactError("no Debian mirror in /etc/apt/sources*: set K8S_LAB_DEBIAN_MIRROR")
+
+
+def e2e_base_root(cache: Path, arch: str) -> Path:
+    """A Debian minbase root with E2E_PACKAGES (debootstrap, as root; cached under .build/)."""
+    suite = "bookworm"
+    key = hashlib.sha256(" ".join((suite, arch, *E2E_PACKAGES)).encode()).hexdigest()[:12]
+    workdir = cache / ".build" / f"e2e-base-{suite}-{arch}-{key}"
+    root = workdir / "root"
+    if (workdir / ".ready").exists():
+        return root
+    if arch != host_arch():
+        raise ArtifactError(f"the conformance images' Debian base for {arch} is built on an {arch} host only")
+    if os.geteuid() != 0 or not shutil.which("debootstrap"):
+        raise ArtifactError("the conformance images' Debian base needs root and debootstrap (run `make deps`)")
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    run(["debootstrap", "--variant=minbase", f"--include={','.join(E2E_PACKAGES)}", suite, str(root),
+         debian_mirror()])
+    for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
+        for path in (root / leftover).glob("*"):
+            if path.is_file():
+                path.unlink()
+    (workdir / ".ready").touch()
+    return root
+
+
+def e2e_base(cache: Path, arch: str) -> Path:
+    """The Debian base as one layer tar (sorted, numeric owners, no device nodes: the runtime makes /dev)."""
+    root = e2e_base_root(cache, arch)
+    layer = root.parent / "layer.tar"
+    if not layer.exists():
+        part = layer.with_name("layer.tar.part")
+        run(["tar", "--sort=name", "--mtime=@0", "--numeric-owner", "--exclude=./dev/*", "--exclude=./proc/*",
+             "--exclude=./sys/*", "-C", str(root), "-cf", str(part), "."])
+        part.replace(layer)
+    return layer
 
 
 # --------------------------------------------------------------------------
@@ -721,16 +869,16 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
 
 
 def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *, log=print,
-           versions: dict | None = None, mirror: str | None = None) -> dict:
+           versions: dict | None = None, mirror: str | None = None, sets: tuple[str, ...] | list[str] = ()) -> dict:
     """Make the cache complete for ``arch`` from ``source`` (SOURCES); returns counts per outcome.
 
     ``cache`` changes nothing and fails naming every file the cache lacks; ``mirror`` takes what the cache
     lacks from the mirror only; ``upstream`` and ``build`` ignore any mirror; ``auto`` prefers the mirror
-    (when one is set and holds the file) to upstream and to a build."""
+    (when one is set and holds the file) to upstream and to a build. ``sets``: the opt-in sets to add."""
     source = canonical_source(source)
     mirror = check_mirror(source, mirror)
     versions = versions or load_versions()
-    items = plan(versions, arch)
+    items = plan(versions, arch, sets)
     if only:
         unknown = set(only) - {i.id for i in items}
         if unknown:
@@ -806,6 +954,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="fill: artifact ids to ensure (default: all)")
     parser.add_argument("--mirror", help="base URL of a mirror laid out like the cache, checked against its "
                                          "manifest (default: $K8S_LAB_MIRROR, else settings.yml artifacts.mirror)")
+    parser.add_argument("--with", dest="sets", action="append", default=[], metavar="SET",
+                        help="fill, path, --list: add an opt-in set of versions.yml (conformance: the upstream test "
+                             "suite and its images; not in `make artifacts`)")
     parser.add_argument("--list", action="store_true", help="fill: print the plan and the cache state, change nothing")
     parser.add_argument("--output", type=Path, help="plan: write the JSON to this file instead of stdout")
     args = parser.parse_args(argv)
@@ -814,6 +965,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ArtifactError("K8S_LAB_ARTIFACT_SOURCE is no longer read: use --source "
                                 "(`make artifacts SOURCE=...`), or artifacts.source in settings.yml for the nodes")
         arches = [ARCHES.get(a, a) for a in args.arch] if args.arch else [host_arch()]
+        known = optional_sets(load_versions())
+        for name in args.sets:
+            if name not in known:
+                raise ArtifactError(f"--with {name}: versions.yml has no such set (its sets: {', '.join(known)})")
         for arch, given in zip(arches, args.arch or arches, strict=True):
             if arch not in ("amd64", "arm64"):
                 raise ArtifactError(f"unsupported --arch {given!r}: use amd64 or arm64")
@@ -831,7 +986,7 @@ def main(argv: list[str] | None = None) -> int:
         cache = args.cache.expanduser().resolve()
         if args.command == "path":
             ids = args.only or []
-            items = {a.id: a for a in plan(load_versions(), arches[0]) if a.kind == "file"}
+            items = {a.id: a for a in plan(load_versions(), arches[0], args.sets) if a.kind == "file"}
             if len(ids) != 1 or ids[0] not in items:
                 raise ArtifactError(f"path needs --only with one release file id ({', '.join(sorted(items))})")
             print(cache / items[ids[0]].relpath)
@@ -839,7 +994,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.list:
             manifest = Manifest(cache)
             for arch in arches:
-                for art in plan(load_versions(), arch):
+                for art in plan(load_versions(), arch, args.sets):
                     state = manifest.verify(art) or "ok"
                     print(f"{art.id:28} {art.version:10} {state:24} {art.relpath}")
             return 0
@@ -848,7 +1003,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             via = f", mirror {mirror}" if mirror and source in ("auto", "mirror") else ""
             print(f"artifact cache {cache} ({arch}, source {source}{via})")
-            counts = ensure(cache, source, arch, args.only, mirror=mirror)
+            counts = ensure(cache, source, arch, args.only, mirror=mirror, sets=args.sets)
             print(f"artifacts: {counts['cached']} cached, {counts['download']} downloaded, {counts['build']} built "
                   f"in {time.monotonic() - started:.1f}s")
         return 0

@@ -335,7 +335,7 @@ def test_a_damaged_manifest_only_costs_a_refetch(tmp_path):
 def test_ensure_repairs_a_corrupted_file_and_keeps_intact_ones(tmp_path, monkeypatch):
     good, bad = file_artifact(id="good", relpath="h/good"), file_artifact(id="bad", relpath="h/bad")
     versions = {"components": {}}
-    monkeypatch.setattr(A, "plan", lambda v, arch: [good, bad])
+    monkeypatch.setattr(A, "plan", lambda v, arch, sets=(): [good, bad])
     built = []
 
     def fake_build(cache, art):
@@ -355,7 +355,7 @@ def test_ensure_repairs_a_corrupted_file_and_keeps_intact_ones(tmp_path, monkeyp
 
 def test_ensure_takes_a_mirrors_checksums(tmp_path, monkeypatch):
     art = file_artifact(official_sha256=None)
-    monkeypatch.setattr(A, "plan", lambda v, arch: [art])
+    monkeypatch.setattr(A, "plan", lambda v, arch, sets=(): [art])
     mirror = "http://127.0.0.1:1/mirror"
     remote = {art.relpath: {"sha256": sha(b"built here"), "version": art.version, "source": "build"}}
     monkeypatch.setattr(A, "mirror_manifest", lambda m: remote)
@@ -367,7 +367,7 @@ def test_ensure_takes_a_mirrors_checksums(tmp_path, monkeypatch):
 
 def test_source_cache_changes_nothing_and_names_what_is_lacking(tmp_path, monkeypatch):
     good, bad = file_artifact(id="good", relpath="h/good"), file_artifact(id="bad", relpath="h/bad")
-    monkeypatch.setattr(A, "plan", lambda v, arch: [good, bad])
+    monkeypatch.setattr(A, "plan", lambda v, arch, sets=(): [good, bad])
     put(tmp_path, good, b"payload")
     put(tmp_path, bad, b"payload")
     (tmp_path / "h/bad").write_bytes(b"pay")
@@ -381,7 +381,7 @@ def test_source_cache_changes_nothing_and_names_what_is_lacking(tmp_path, monkey
 
 def test_source_mirror_takes_only_the_mirror(tmp_path, monkeypatch):
     art = file_artifact()
-    monkeypatch.setattr(A, "plan", lambda v, arch: [art])
+    monkeypatch.setattr(A, "plan", lambda v, arch, sets=(): [art])
     monkeypatch.setattr(A, "mirror_manifest", lambda m: {})
     with pytest.raises(A.ArtifactError, match="the mirror http://m does not hold thing"):
         A.ensure(tmp_path, "mirror", "amd64", versions={"components": {}}, mirror="http://m/", log=lambda *a: None)
@@ -391,7 +391,7 @@ def test_source_mirror_takes_only_the_mirror(tmp_path, monkeypatch):
 
 def test_source_upstream_ignores_a_mirror(tmp_path, monkeypatch):
     art = file_artifact()
-    monkeypatch.setattr(A, "plan", lambda v, arch: [art])
+    monkeypatch.setattr(A, "plan", lambda v, arch, sets=(): [art])
     monkeypatch.setattr(A, "mirror_manifest", lambda m: pytest.fail("the mirror was asked"))
     monkeypatch.setattr(A, "fetch", serve({art.url: b"payload"}))
     counts = A.ensure(tmp_path, "upstream", "amd64", versions={"components": {}}, mirror="http://m",
@@ -401,7 +401,7 @@ def test_source_upstream_ignores_a_mirror(tmp_path, monkeypatch):
 
 def test_a_complete_cache_does_not_ask_the_mirror(tmp_path, monkeypatch):
     art = file_artifact()
-    monkeypatch.setattr(A, "plan", lambda v, arch: [art])
+    monkeypatch.setattr(A, "plan", lambda v, arch, sets=(): [art])
     put(tmp_path, art, b"payload")
     monkeypatch.setattr(A, "mirror_manifest", lambda m: pytest.fail("the mirror was asked"))
     assert A.ensure(tmp_path, "auto", "amd64", versions={"components": {}}, mirror="http://m")["cached"] == 1
