@@ -732,11 +732,28 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
         run([cc, "-Os", "-Wall", "-Werror", "-static", f"-DVERSION=v{tag}-k8s-arch-lab", "-o", str(out), str(src)])
         oci_archive(dest, name, tag, art.arch, {"pause": (out.read_bytes(), 0o755)},
                     {"Entrypoint": ["/pause"], "User": "65535:65535"})
+    elif source["kind"] == "binary" and "path" in source:  # a release file's binary at a path of the image
+        owner = next(i for i in all_items if i.component == source["component"] and i.id == source["file"])
+        data = extract_member(cache / owner.relpath, expand(source["binary"], owner.version, art.arch))
+        oci_archive(dest, name, tag, art.arch, {source["path"]: (data, 0o755), "etc/passwd": (PASSWD, 0o644),
+                                                "etc/group": (GROUP, 0o644), "tmp/.keep": (b"", 0o644)},
+                    {"Cmd": ["/" + source["path"]], "Env": [f"PATH={E2E_PATH}"]})
     elif source["kind"] == "binary":
         owner = next(i for i in all_items if i.component == source["component"] and i.id == source["file"])
         data = extract_member(cache / owner.relpath, source["binary"])
         oci_archive(dest, name, tag, art.arch, {"coredns": (data, 0o755)},
                     {"Entrypoint": ["/coredns"], "User": "65532:65532", "ExposedPorts": {"53/tcp": {}, "53/udp": {}}})
+    elif source["kind"] == "gomodule":  # a program of a Go module of its own (the sample API server)
+        module = workdir / "module"
+        if not (module / ".ready").exists():
+            wrapper_module(module, art.component, [f"{source['module']}@{source['version']}"], [], art.arch)
+            (module / ".ready").touch()
+        out = workdir / source["binary"]
+        go_build(source["package"], out, module, art.arch, {}, source["version"])
+        oci_archive(dest, name, tag, art.arch, {source["binary"]: (out.read_bytes(), 0o755),
+                                                "etc/passwd": (PASSWD, 0o644), "etc/group": (GROUP, 0o644),
+                                                "tmp/.keep": (b"", 0o644)},
+                    {"Entrypoint": ["/" + source["binary"]], "Env": [f"PATH={E2E_PATH}"]})
     elif source["kind"] == "echo":
         busybox = static_busybox(art)
         out = workdir / "echo-server"

@@ -37,13 +37,14 @@ def test_private_keys_are_readable_by_their_owner_only():
 
 
 def test_each_identity_is_signed_by_its_ca():
-    ca, etcd_ca = cert("ca"), cert("etcd-ca")
-    for c in (ca, etcd_ca):
+    ca, etcd_ca, front_proxy_ca = cert("ca"), cert("etcd-ca"), cert("front-proxy-ca")
+    for c in (ca, etcd_ca, front_proxy_ca):
         assert c.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     for name in ("apiserver", "apiserver-kubelet-client", "controller-manager", "scheduler", "kube-proxy", "admin"):
         cert(name).verify_directly_issued_by(ca)
     for name in ("apiserver-etcd-client", "etcd-healthcheck-client"):
         cert(name).verify_directly_issued_by(etcd_ca)
+    cert("front-proxy-client").verify_directly_issued_by(front_proxy_ca)  # the aggregation layer's, trusted alone
     for node in NODES:
         cert(f"kubelet-{node}").verify_directly_issued_by(ca)
         subject = cert(f"kubelet-{node}").subject
