@@ -18,7 +18,7 @@ venv=${K8S_LAB_VENV:-$root/.venv}
 python=${PYTHON:-python3}
 
 packages=(python3 python3-venv docker.io vagrant debootstrap busybox-static gcc libc6-dev libseccomp-dev pkg-config
-          make file git openssh-client rsync ca-certificates curl unzip graphviz)
+          make bzip2 file git openssh-client rsync ca-certificates curl unzip graphviz)
 # The libvirt provider: VMs under qemu, Vagrant's plugin for them, and the box build (tools/box).
 libvirt_packages=(qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients vagrant-libvirt dnsmasq-base
                   iptables grub-pc-bin fdisk e2fsprogs)
