@@ -743,6 +743,15 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
         data = extract_member(cache / owner.relpath, source["binary"])
         oci_archive(dest, name, tag, art.arch, {"coredns": (data, 0o755)},
                     {"Entrypoint": ["/coredns"], "User": "65532:65532", "ExposedPorts": {"53/tcp": {}, "53/udp": {}}})
+    elif source["kind"] == "program":  # a program of the pinned Kubernetes module (nonewprivs' nnp, setuid root)
+        comp = versions["components"][source["component"]]
+        module = prepare_module(cache, next(i for i in all_items if i.component == source["component"]))
+        out = workdir / source["path"].rsplit("/", 1)[1]
+        go_build(f"{comp['build']['module']}/{source['package']}", out, module, art.arch, {}, comp["version"])
+        oci_archive(dest, name, tag, art.arch, {source["path"]: (out.read_bytes(), int(str(source["mode"]), 8)),
+                                                "etc/passwd": (PASSWD, 0o644), "etc/group": (GROUP, 0o644),
+                                                "tmp/.keep": (b"", 0o644)},
+                    {"Cmd": source["cmd"], "Env": [f"PATH={E2E_PATH}"]})
     elif source["kind"] == "gomodule":  # a program of a Go module of its own (the sample API server)
         module = workdir / "module"
         if not (module / ".ready").exists():
@@ -926,7 +935,7 @@ def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *
     source = canonical_source(source)
     mirror = check_mirror(source, mirror)
     versions = versions or load_versions()
-    items = plan(versions, arch, sets)
+    items = everything = plan(versions, arch, sets)
     if only:
         unknown = set(only) - {i.id for i in items}
         if unknown:
@@ -965,7 +974,7 @@ def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *
         elif chosen == "download":
             download(art, cache / art.relpath)
         elif art.kind == "image":
-            build_image(cache, art, versions, items)
+            build_image(cache, art, versions, everything)  # an image may be built from any file's module
         else:
             build_file(cache, art)
         manifest.record(art, chosen)
