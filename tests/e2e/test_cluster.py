@@ -107,6 +107,30 @@ def test_pods_reach_the_nodes_name_server(cluster):
         kubectl("delete", "pod", pod, "--now", "--ignore-not-found")
 
 
+def test_an_address_of_the_service_range_no_service_serves_is_refused_on_the_node(cluster):
+    """A connection to an address and port of the Service range that kube-proxy did not translate (here the API's
+    Service address on a port it does not serve) is refused on the node, from a pod and from the node itself
+    (the cni role's pod-network unit), instead of leaving by the node's default route: upstream's conformance
+    test "Services should serve endpoints on same port and different protocols" found such a connection answered
+    by something outside the cluster."""
+    from labs.kube import test_image
+    from labs.lab import Lab
+
+    ip = json.loads(kubectl("get", "service", "kubernetes", "-o", "json"))["spec"]["clusterIP"]
+    pod = "unserved-service"
+    kubectl("run", pod, f"--image={test_image()}", "--restart=Never", "--command", "--", "sleep", "300")
+    try:
+        kubectl("wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=90s")
+        seen = kubectl("exec", pod, "--", "sh", "-c", f"nc -w 3 {ip} 81 </dev/null 2>&1; echo rc=$?")
+        assert "Connection refused" in seen and "rc=0" not in seen, seen
+    finally:
+        kubectl("delete", "pod", pod, "--now", "--ignore-not-found")
+    lab = Lab()
+    for node in lab.nodes:
+        seen = lab.sh(node, f"curl -sS --max-time 3 -o /dev/null http://{ip}:81/ 2>&1; echo rc=$?", check=False)
+        assert "rc=7" in seen, (node, seen)  # curl: could not connect (refused), not a timeout (28) or an answer
+
+
 def test_the_cis_benchmark_finds_no_failure(cluster):
     """`make cis` (kube-bench on every machine and the policies from the control host): no FAIL (its exit status),
     on the default profile; docs/security.md gives the ha figures and every remaining WARN with its reason."""
