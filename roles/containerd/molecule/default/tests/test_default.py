@@ -32,4 +32,7 @@ def test_cgroup_driver_fits_the_node(host):
 def test_images_are_imported_under_their_exact_names(host):
     held = host.check_output("ctr --namespace k8s.io images list --quiet").splitlines()
     for image in VERSIONS["images"].values():
+        if image.get("set"):  # an opt-in set's image (conformance): imported by its own playbook only
+            assert f"{image['name']}:{image['version']}" not in held
+            continue
         assert f"{image['name']}:{image['version']}" in held
