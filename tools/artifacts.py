@@ -259,6 +259,14 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
     return result
 
 
+def cached_file(file_id: str, arch: str | None = None, sets: tuple[str, ...] = (), cache: Path | None = None) -> Path:
+    """Where the cache keeps a release file of versions.yml (by id), for ``arch`` (default: this host's)."""
+    items = {a.id: a for a in plan(load_versions(), arch or host_arch(), sets) if a.kind == "file"}
+    if file_id not in items:
+        raise ArtifactError(f"no release file {file_id!r} in versions.yml ({', '.join(sorted(items))})")
+    return (cache or default_cache()) / items[file_id].relpath
+
+
 def optional_sets(versions: dict) -> tuple[str, ...]:
     """The opt-in sets versions.yml names (``set:`` of a file or an image), which `make artifacts` leaves out."""
     specs = [f for c in versions["components"].values() for f in c["files"].values()]
@@ -590,15 +598,13 @@ def build_file(cache: Path, art: Artifact) -> None:
         dest.chmod(0o755)
         return
     files: dict[str, Path] = {}
-    for inner, package in art.spec.get("build_packages", {}).items():
+    # build_tests: a package's tests as one binary (`go test -c`: e2e.test).
+    programs = [(inner, package, False) for inner, package in art.spec.get("build_packages", {}).items()]
+    programs += [(inner, package, True) for inner, package in art.spec.get("build_tests", {}).items()]
+    for inner, package, test in programs:
         inner = expand(inner, art.version, art.arch)
         out = workdir / "out" / inner.lstrip("./")
-        go_build(package, out, workdir, art.arch, art.build, art.version)
-        files[inner] = out
-    for inner, package in art.spec.get("build_tests", {}).items():  # a package's tests as one binary (e2e.test)
-        inner = expand(inner, art.version, art.arch)
-        out = workdir / "out" / inner.lstrip("./")
-        go_build(package, out, workdir, art.arch, art.build, art.version, test=True)
+        go_build(package, out, workdir, art.arch, art.build, art.version, test=test)
         files[inner] = out
     modes: dict[str, int] = {}
     if art.spec.get("build_trees"):
@@ -642,8 +648,9 @@ def oci_archive(dest: Path, name: str, tag: str, arch: str, layer_files: dict[st
     diff_ids = [hashlib.sha256(layers[0]).hexdigest()]
     media = ["application/vnd.oci.image.layer.v1.tar"]
     if base:  # large: kept gzipped (the runtime unpacks it; its diff id is the tar's own digest)
-        diff_ids.insert(0, hashlib.sha256(base.read_bytes()).hexdigest())
-        layers.insert(0, gzipped(base))
+        packed, diff_id = gzipped(base)
+        diff_ids.insert(0, diff_id)
+        layers.insert(0, packed)
         media.insert(0, "application/vnd.oci.image.layer.v1.tar+gzip")
     digests = [hashlib.sha256(layer).hexdigest() for layer in layers]
     cfg = {
@@ -689,17 +696,22 @@ def oci_archive(dest: Path, name: str, tag: str, arch: str, layer_files: dict[st
     tmp.replace(dest)
 
 
-def gzipped(layer: Path) -> bytes:
-    """A layer tar gzipped once, kept beside it (``.gz``) for the next image on the same base."""
+def gzipped(layer: Path) -> tuple[bytes, str]:
+    """A layer tar gzipped, and the tar's sha256 (its diff id): both made once, kept beside it (``.gz``,
+    ``.sha256``) for the next image on the same base."""
     import gzip
 
-    packed = layer.with_name(layer.name + ".gz")
-    if not packed.exists() or packed.stat().st_mtime < layer.stat().st_mtime:
+    packed, digest = layer.with_name(layer.name + ".gz"), layer.with_name(layer.name + ".sha256")
+    if not packed.exists() or not digest.exists() or packed.stat().st_mtime < layer.stat().st_mtime:
         part = packed.with_name(packed.name + ".part")
+        tar_sha = hashlib.sha256()
         with layer.open("rb") as src, gzip.GzipFile(part, "wb", compresslevel=6, mtime=0) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
+            for chunk in iter(lambda: src.read(1 << 20), b""):
+                tar_sha.update(chunk)
+                dst.write(chunk)
+        digest.write_text(tar_sha.hexdigest())
         part.replace(packed)
-    return packed.read_bytes()
+    return packed.read_bytes(), digest.read_text().strip()
 
 
 def extract_member(archive: Path, member: str) -> bytes:
@@ -735,8 +747,7 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
     elif source["kind"] == "binary" and "path" in source:  # a release file's binary at a path of the image
         owner = next(i for i in all_items if i.component == source["component"] and i.id == source["file"])
         data = extract_member(cache / owner.relpath, expand(source["binary"], owner.version, art.arch))
-        oci_archive(dest, name, tag, art.arch, {source["path"]: (data, 0o755), "etc/passwd": (PASSWD, 0o644),
-                                                "etc/group": (GROUP, 0o644), "tmp/.keep": (b"", 0o644)},
+        oci_archive(dest, name, tag, art.arch, {**MINIMAL_ROOT, source["path"]: (data, 0o755)},
                     {"Cmd": ["/" + source["path"]], "Env": [f"PATH={E2E_PATH}"]})
     elif source["kind"] == "binary":
         owner = next(i for i in all_items if i.component == source["component"] and i.id == source["file"])
@@ -748,9 +759,8 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
         module = prepare_module(cache, next(i for i in all_items if i.component == source["component"]))
         out = workdir / source["path"].rsplit("/", 1)[1]
         go_build(f"{comp['build']['module']}/{source['package']}", out, module, art.arch, {}, comp["version"])
-        oci_archive(dest, name, tag, art.arch, {source["path"]: (out.read_bytes(), int(str(source["mode"]), 8)),
-                                                "etc/passwd": (PASSWD, 0o644), "etc/group": (GROUP, 0o644),
-                                                "tmp/.keep": (b"", 0o644)},
+        oci_archive(dest, name, tag, art.arch, {**MINIMAL_ROOT,
+                                                source["path"]: (out.read_bytes(), int(str(source["mode"]), 8))},
                     {"Cmd": source["cmd"], "Env": [f"PATH={E2E_PATH}"]})
     elif source["kind"] == "gomodule":  # a program of a Go module of its own (the sample API server)
         module = workdir / "module"
@@ -759,9 +769,7 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
             (module / ".ready").touch()
         out = workdir / source["binary"]
         go_build(source["package"], out, module, art.arch, {}, source["version"])
-        oci_archive(dest, name, tag, art.arch, {source["binary"]: (out.read_bytes(), 0o755),
-                                                "etc/passwd": (PASSWD, 0o644), "etc/group": (GROUP, 0o644),
-                                                "tmp/.keep": (b"", 0o644)},
+        oci_archive(dest, name, tag, art.arch, {**MINIMAL_ROOT, source["binary"]: (out.read_bytes(), 0o755)},
                     {"Entrypoint": ["/" + source["binary"]], "Env": [f"PATH={E2E_PATH}"]})
     elif source["kind"] == "echo":
         busybox = static_busybox(art)
@@ -781,17 +789,17 @@ def build_image(cache: Path, art: Artifact, versions: dict, all_items: list[Arti
         busybox = (busybox_from_source(workdir, source["source"], art.arch) if source.get("source")
                    else static_busybox(art))
         applets = run([str(busybox), "--list"]).split()
-        files = {"bin/busybox": (busybox.read_bytes(), 0o755), "etc/passwd": (PASSWD, 0o644),
-                 "etc/group": (GROUP, 0o644), "tmp/.keep": (b"", 0o644)}
-        oci_archive(dest, name, tag, art.arch, files, {"Cmd": ["sh"], "Env": [f"PATH={E2E_PATH}"]},
+        oci_archive(dest, name, tag, art.arch, {**MINIMAL_ROOT, "bin/busybox": (busybox.read_bytes(), 0o755)},
+                    {"Cmd": ["sh"], "Env": [f"PATH={E2E_PATH}"]},
                     {f"bin/{a}": "busybox" for a in applets if a != "busybox"})
     elif source["kind"] == "agnhost":
         comp = versions["components"][source["component"]]
         src = module_dir(comp["build"]["module"], comp["version"], workdir, art.arch) / "test/images/agnhost"
         stand_in = bool(source.get("stand_in"))
-        if (src / "VERSION").read_text().strip() != tag and not stand_in:
-            raise ArtifactError(f"image {art.component}: {comp['version']} has agnhost "
-                                f"{(src / 'VERSION').read_text().strip()}, versions.yml names {tag}")
+        held = (src / "VERSION").read_text().strip()
+        if held != tag and not stand_in:
+            raise ArtifactError(f"image {art.component}: {comp['version']} has agnhost {held}, "
+                                f"versions.yml names {tag}")
         module = prepare_module(cache, next(i for i in all_items if i.component == source["component"]))
         out = workdir / "agnhost"
         go_build(f"{comp['build']['module']}/test/images/agnhost", out, module, art.arch, {}, comp["version"])
@@ -831,6 +839,8 @@ E2E_PACKAGES = ("bash", "dnsutils", "curl", "netcat-openbsd", "iproute2", "iperf
 E2E_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PASSWD = b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n"
 GROUP = b"root:x:0:\nnogroup:x:65534:\n"
+# What an image of one static program also holds: its users and groups, and a /tmp.
+MINIMAL_ROOT = {"etc/passwd": (PASSWD, 0o644), "etc/group": (GROUP, 0o644), "tmp/.keep": (b"", 0o644)}
 NGINX_INDEX = (b"<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head>\n"
                b"<body><h1>Welcome to nginx!</h1></body></html>\n")
 
@@ -1043,10 +1053,9 @@ def main(argv: list[str] | None = None) -> int:
         cache = args.cache.expanduser().resolve()
         if args.command == "path":
             ids = args.only or []
-            items = {a.id: a for a in plan(load_versions(), arches[0], args.sets) if a.kind == "file"}
-            if len(ids) != 1 or ids[0] not in items:
-                raise ArtifactError(f"path needs --only with one release file id ({', '.join(sorted(items))})")
-            print(cache / items[ids[0]].relpath)
+            if len(ids) != 1:
+                raise ArtifactError("path needs --only with one release file id")
+            print(cached_file(ids[0], arches[0], tuple(args.sets), cache))
             return 0
         if args.list:
             manifest = Manifest(cache)

@@ -79,8 +79,7 @@ def summarize(reports: dict[str, dict], skip: dict[str, str], benchmark: str) ->
 
 def cached(ids: tuple[str, ...]) -> dict[str, Path]:
     """The artifact cache's files for ``ids`` (artifact ids of versions.yml), for this host's architecture."""
-    plan = {a.id: a for a in artifacts.plan(artifacts.load_versions(), artifacts.host_arch())}
-    paths = {i: artifacts.default_cache() / plan[i].relpath for i in ids}
+    paths = {i: artifacts.cached_file(i) for i in ids}
     missing = [str(p) for p in paths.values() if not p.is_file()]
     if missing:
         raise SystemExit(f"cis: {', '.join(missing)} missing: run `make artifacts`")

@@ -110,20 +110,18 @@ def summarize(results: list[dict], *, total: int, selected: int, skip: list[dict
 
 def suite(arch: str) -> tuple[Path, Path]:
     """e2e.test and ginkgo from the cache's kubernetes-test archive (unpacked next to the other archives)."""
-    cache = artifacts.default_cache()
     art = next(a for a in artifacts.plan(artifacts.load_versions(), arch, (SET,)) if a.id == "kubernetes-test")
-    archive = cache / art.relpath
+    archive = artifacts.cached_file(art.id, arch, (SET,))
     if not archive.is_file():
         raise SystemExit(f"conformance: {archive} missing: run `python3 -m tools.artifacts --with {SET}`")
-    paths = []
+    found = {}
     for member, name in art.spec["binaries"].items():
-        dest = cache / ".extracted" / art.relpath / member
+        dest = artifacts.default_cache() / ".extracted" / art.relpath / member
         if not dest.is_file() or dest.stat().st_mtime < archive.stat().st_mtime:
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(artifacts.extract_member(archive, member))
             dest.chmod(0o755)
-        paths.append((name, dest))
-    found = dict(paths)
+        found[name] = dest
     return found["e2e.test"], found["ginkgo"]
 
 
@@ -158,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     skip = cfg.get("skip") or []
     release = artifacts.load_versions()["components"]["kubernetes"]["version"]
     e2e, ginkgo = suite(artifacts.host_arch())
+    if args.list:  # no results folder: nothing runs
+        subprocess.run([str(e2e), "--ginkgo.dry-run", "--ginkgo.v", "--ginkgo.no-color", f"--ginkgo.focus={args.focus}",
+                        *([f"--ginkgo.skip={skip_regex(skip)}"] if skip else []), "--kubeconfig=/dev/null"],
+                       check=False, cwd=e2e.parent, timeout=600)
+        return 0
     started = datetime.now(UTC)
     out = state_dir() / "conformance" / started.strftime("%Y%m%dT%H%M%SZ")
     out.mkdir(parents=True)
-    if args.list:
-        subprocess.run([str(e2e), "--ginkgo.dry-run", "--ginkgo.v", "--ginkgo.no-color", f"--ginkgo.focus={args.focus}",
-                        *([f"--ginkgo.skip={skip_regex(skip)}"] if skip else []), "--kubeconfig=/dev/null"],
-                       check=False, cwd=out, timeout=600)
-        return 0
     total, selected = count(e2e, args.focus, "", out), count(e2e, args.focus, skip_regex(skip), out)
     print(f"conformance: {selected} of the {total} tests of {release} that match {args.focus} selected "
           f"({len(skip)} skip entries, tools/conformance.yml); {args.procs} processes; results in {out}", flush=True)
@@ -178,8 +176,7 @@ def main(argv: list[str] | None = None) -> int:
               f"`python3 -m tools.artifacts --with {SET}` builds them)", file=sys.stderr)
         return 2
     kubeconfig = state_dir() / "admin.kubeconfig"
-    plan = artifacts.plan(artifacts.load_versions(), artifacts.host_arch())
-    kubectl = artifacts.default_cache() / next(a for a in plan if a.id == "kubectl").relpath  # its kubectl tests
+    kubectl = artifacts.cached_file("kubectl")  # the suite's kubectl tests run it
     cmd = [str(ginkgo), "run", f"--procs={args.procs}", f"--timeout={args.timeout}m", f"--focus={args.focus}",
            "--no-color", "--junit-report=junit.xml", f"--output-dir={out}", "--flake-attempts=1"]
     if skip:
