@@ -5,6 +5,7 @@ guaranteed restart."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -63,6 +64,28 @@ def published_settings(inventory: Path) -> dict:
     return {}
 
 
+@functools.cache
+def _backend_class():
+    from testinfra.backend.ansible import AnsibleBackend
+
+    class Backend(AnsibleBackend):
+        """testinfra's Ansible backend on a given inventory runner instead of its per-process one (NodeAccess._runner)."""
+
+        def __init__(self, runner, *args, **kwargs) -> None:
+            self._lab_runner = runner
+            super().__init__(*args, **kwargs)
+
+        @property
+        def ansible_runner(self):
+            return self._lab_runner
+
+    return Backend
+
+
+def _Backend(runner, *args, **kwargs):  # noqa: N802 - a class, made on first use (testinfra loads only when needed)
+    return _backend_class()(runner, *args, **kwargs)
+
+
 class NodeAccess:
     """The machines of the inventory, as Lab reaches them (Lab sets the attributes below in its __init__)."""
 
@@ -70,6 +93,7 @@ class NodeAccess:
     _groups: dict[str, list[str]] | None
     _hosts: dict
     _hostvars: dict
+    _testinfra_runner = None
 
     # ---- nodes -----------------------------------------------------------
 
@@ -149,14 +173,29 @@ class NodeAccess:
     def host(self, name: str):
         """A testinfra host for an inventory machine (SSH, as the playbooks reach it)."""
         if name not in self._hosts:
-            import testinfra
+            from testinfra.host import Host
 
             os.environ.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
             # testinfra multiplexes SSH (ansible.cfg: control_path) only when this directory exists (Ansible makes
             # it on its first run; lab may run before, with another HOME).
             CONTROL_PATH_DIR.expanduser().mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._hosts[name] = testinfra.get_host(f"ansible://{name}", ansible_inventory=str(self.inventory))
+            backend = _Backend(self._runner(), name, ansible_inventory=str(self.inventory))
+            self._hosts[name] = Host(backend)
+            backend.set_host(self._hosts[name])
         return self._hosts[name]
+
+    def _runner(self):
+        """This Lab's own reading of the inventory for testinfra. testinfra's get_host keeps, for the life of the
+        process, the first inventory it read under a path (a runner per path, a host per name): a process that
+        outlives a cluster (the end-to-end tests bring up the default profile, then ha, under the same inventory)
+        would look for the second cluster's machines in the first one's inventory (CI: `ssh: Could not resolve
+        hostname cp2`, cp2 being no machine of the default profile). A Lab reads the inventory once, when made."""
+        if self._testinfra_runner is None:
+            from testinfra.utils.ansible_runner import AnsibleRunner
+
+            venv_on_path()  # it runs ansible-inventory
+            self._testinfra_runner = AnsibleRunner(str(self.inventory))
+        return self._testinfra_runner
 
     def sh(self, node: str, command: str, check: bool = True) -> str:
         """Run a shell command as root on a node; its stdout (stripped)."""

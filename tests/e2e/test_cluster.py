@@ -149,7 +149,21 @@ def test_second_provision_changes_nothing(cluster):
     result = recap(again.stdout)
     assert result, again.stdout[-3000:]
     changed = {host: r["changed"] for host, r in result.items() if r["changed"]}
-    assert not changed, f"second run changed something: {changed}\n{again.stdout[-6000:]}"
+    assert not changed, f"second run changed something: {changed}\n" + "\n".join(changed_tasks(again.stdout))
+
+
+def changed_tasks(output: str) -> list[str]:
+    """Each task of a playbook's output that changed something, with its changed lines (and the diff, if shown)."""
+    found, task, lines = [], "", []
+    for line in output.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [", "PLAY [", "PLAY RECAP")):
+            if lines:
+                found += [task, *lines]
+            task, lines = line, []
+        elif line.startswith("changed:") or (lines and line.startswith((" ", "---", "+++", "@@", "+", "-"))):
+            lines.append(line[:300])
+    found += [task, *lines] if lines else []
+    return found or [output[-6000:]]
 
 
 # Disruptive checks whose run on the default profile repeats the ha run's step for step: those that only touch a

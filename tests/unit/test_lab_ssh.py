@@ -54,3 +54,25 @@ def test_a_closed_pipe_ends_lab_quietly(capsys, monkeypatch):
 
     monkeypatch.setattr(cli, "cmd_list", gone)
     assert cli.main(["list"]) == 1
+
+
+def test_a_new_lab_reaches_the_machines_of_the_inventory_as_it_is_now(tmp_path):
+    """In one process (the end-to-end tests: the default profile, then ha, under the same inventory path) each
+    NodeAccess reads the inventory afresh: testinfra's own get_host would keep the first cluster's inventory and
+    look for a machine of the second by its bare name (CI: `ssh: Could not resolve hostname cp2`)."""
+    from labs.nodes import NodeAccess, venv_on_path
+
+    venv_on_path()
+    inventory = tmp_path / "hosts.yml"
+
+    def reach(hosts: dict[str, str], name: str) -> str:
+        inventory.write_text("all:\n  hosts:\n" + "".join(
+            f"    {h}:\n      ansible_host: {ip}\n      ansible_user: root\n" for h, ip in hosts.items()))
+        access = NodeAccess()
+        access.inventory, access._groups, access._hosts = inventory, None, {}
+        ssh = access.host(name).backend.ansible_runner.get_host(name)
+        return ssh.backend.host.name
+
+    assert reach({"cp1": "10.9.0.11"}, "cp1") == "10.9.0.11"
+    assert reach({"cp1": "10.9.0.21", "cp2": "10.9.0.22"}, "cp2") == "10.9.0.22"
+    assert reach({"cp1": "10.9.0.21", "cp2": "10.9.0.22"}, "cp1") == "10.9.0.21"
