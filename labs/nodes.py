@@ -69,7 +69,7 @@ def _backend_class():
     from testinfra.backend.ansible import AnsibleBackend
 
     class Backend(AnsibleBackend):
-        """testinfra's Ansible backend on a given inventory runner instead of its per-process one (NodeAccess._runner)."""
+        """testinfra's Ansible backend on a given inventory runner, not its per-process one (NodeAccess._runner)."""
 
         def __init__(self, runner, *args, **kwargs) -> None:
             self._lab_runner = runner
