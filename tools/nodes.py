@@ -34,7 +34,7 @@ class Node:
 
 
 def run_args(name: str) -> list[str]:
-    return subprocess.run([str(RUN_ARGS), name], capture_output=True, text=True, check=True).stdout.split()
+    return subprocess.run([str(RUN_ARGS), name], capture_output=True, text=True, check=True).stdout.splitlines()
 
 
 def start(name: str, network: str, pubkey: Path, image: str = IMAGE) -> Node:
