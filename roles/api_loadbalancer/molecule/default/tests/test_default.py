@@ -38,6 +38,8 @@ def test_haproxy_and_keepalived_run_on_every_node(host):
     for name in ("haproxy", "keepalived"):
         service = host.service(name)
         assert service.is_running and service.is_enabled, name
+        # both come back by themselves when they die (keepalived by the role's drop-in: Debian's unit does not)
+        assert host.run(f"systemctl show -p Restart --value {name}").stdout.strip() in ("always", "on-failure"), name
     # Bound to the API's virtual address and the node's own address, not to every address of the node.
     addresses = host.interface("eth0").addresses
     node_ip = next(p["networks"][0]["ipv4_address"] for p in PLATFORMS if p["networks"][0]["ipv4_address"] in addresses)
