@@ -88,7 +88,7 @@ def summarize(results: list[dict], *, total: int, selected: int, skip: list[dict
     lines = [f"# Conformance tests of Kubernetes {release} on the lab", "",
              f"- focus: `{focus}`",
              f"- **{counts['passed']} passed** of {selected} selected; {total} tests of the release match the focus"
-             f" ({100 * selected / total:.0f} % selected)" if total else f"- {counts['passed']} passed",
+             f" ({100 * selected / total:.1f} % selected)" if total else f"- {counts['passed']} passed",
              f"- failed: {len(failed)}" + (f" ({states})" if failed else ""),
              f"- duration: {seconds / 60:.1f} min", ""]
     if failed:
