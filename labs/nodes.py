@@ -79,11 +79,7 @@ def _backend_class():
         def ansible_runner(self):
             return self._lab_runner
 
-    return Backend
-
-
-def _Backend(runner, *args, **kwargs):  # noqa: N802 - a class, made on first use (testinfra loads only when needed)
-    return _backend_class()(runner, *args, **kwargs)
+    return Backend  # made on first use: testinfra is imported only when a check reaches a node
 
 
 class NodeAccess:
@@ -179,7 +175,7 @@ class NodeAccess:
             # testinfra multiplexes SSH (ansible.cfg: control_path) only when this directory exists (Ansible makes
             # it on its first run; lab may run before, with another HOME).
             CONTROL_PATH_DIR.expanduser().mkdir(mode=0o700, parents=True, exist_ok=True)
-            backend = _Backend(self._runner(), name, ansible_inventory=str(self.inventory))
+            backend = _backend_class()(self._runner(), name, ansible_inventory=str(self.inventory))
             self._hosts[name] = Host(backend)
             backend.set_host(self._hosts[name])
         return self._hosts[name]

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -125,15 +123,9 @@ def test_the_playbooks_use_every_setting_of_the_node():
     assert used <= set(NODE) | PLACEMENT
 
 
-def run_args(node: str = "molecule-node") -> list[tuple[str, str | None]]:
-    env = dict(os.environ, K8S_LAB_NODE_PRIVILEGED="false")
-    out = subprocess.run([str(ROOT / "tools/node-image/run-args"), node], capture_output=True, text=True,
-                         check=True, env=env).stdout.splitlines()
-    return [(a.split("=", 1)[0], a.split("=", 1)[1] if "=" in a else None) for a in out]
-
-
-def test_the_node_is_a_lab_node_without_privileged():
-    args = run_args()
+def test_the_node_is_a_lab_node_without_privileged(monkeypatch):
+    monkeypatch.setenv("K8S_LAB_NODE_PRIVILEGED", "false")
+    args = [(a.split("=", 1)[0], a.split("=", 1)[1] if "=" in a else None) for a in nodes.run_args("molecule-node")]
 
     def values(flag: str) -> list[str]:
         return [v for f, v in args if f == flag]
