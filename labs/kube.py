@@ -3,6 +3,7 @@ events, a node's connections and containers, kube-proxy's configuration and rule
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -93,6 +94,30 @@ def cordon(lab: Lab, node: str, on: bool) -> None:
     lab.core.patch_node(node, {"spec": {"unschedulable": on}})
 
 
+def scheduler_refuses(lab: Lab, ns: str, node: str, tries: int = 3) -> str | None:
+    """Wait until the scheduler knows that ``node`` is closed (cordoned or tainted NoSchedule); its message refusing a
+    probe pod that only ``node`` may take (PodScheduled False), or None when it bound the probe there ``tries`` times.
+    A cordon or a taint is a write to the Node that the scheduler learns from its watch a moment later — seconds on a
+    busy machine — and a pod created in that moment may still land on the node."""
+    only_there = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    for attempt in range(1, tries + 1):
+        name = f"probe-{node}-{attempt}"
+        lab.core.create_namespaced_pod(ns, pod_manifest(name, test_image(), affinity=only_there))
+
+        def decided(name=name):
+            pod = lab.core.read_namespaced_pod(name, ns)
+            refused = [c.message for c in pod.status.conditions or []
+                       if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"]
+            return (pod.spec.node_name, refused[0] if refused else None) if pod.spec.node_name or refused else None
+
+        bound, refusal = wait_for(decided, 30, _("the scheduler to place or refuse {name}").format(name=name), 0.5)
+        lab.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+        if not bound:
+            return refusal
+    return None
+
+
 def wait_running(lab: Lab, ns: str, name: str, timeout: float = POD_START_TIMEOUT):
     """The pod once it is Running with all containers ready."""
     def ready():
@@ -109,15 +134,35 @@ def run_pod(lab: Lab, ns: str, manifest: dict, timeout: float = POD_START_TIMEOU
     return wait_running(lab, ns, manifest["metadata"]["name"], timeout)
 
 
+def echo_pod(name: str, **spec) -> dict:
+    """A pod of the test image answering "pod=<name> node=<node>" on 8080, ready once it does (readiness probe)."""
+    return pod_manifest(name, test_image(), container={"env": echo_env(), "ports": [{"containerPort": 8080}],
+                                                       "readinessProbe": {"httpGet": {"path": "/healthz",
+                                                                                      "port": 8080},
+                                                                          "periodSeconds": 2}}, **spec)
+
+
+def ask_pod(lab: Lab, node: str, ip: str, expect: str, timeout: float = 15) -> str:
+    """What the test pod at ``ip`` answers on 8080 when asked from ``node`` (curl), asked again every 2 s for up to
+    ``timeout`` seconds until the answer starts with ``expect``: one connection lost on a busy machine is no answer.
+    The last answer, or curl's error."""
+    answers: list[str] = []
+
+    def answered() -> bool:
+        answers.append(lab.sh(node, f"curl -sS -m 5 http://{ip}:8080/ 2>&1", check=False))
+        return answers[-1].startswith(expect)
+
+    with contextlib.suppress(CheckFailed):
+        wait_for(answered, timeout, _("an answer from {ip}").format(ip=ip), 2)
+    return answers[-1] if answers else ""
+
+
 def run_deployment(lab: Lab, ns: str, name: str, replicas: int, spread: bool = False,
                    timeout: float = DEPLOYMENT_START_TIMEOUT, **pod_spec) -> list:
     """A Deployment of the test image (answering on 8080); its pods once all are ready.
     ``spread``: at most one replica more on one schedulable node than on another; ``pod_spec``: further fields of
     the pods' spec (tolerations, a grace period, ...)."""
-    spec = pod_manifest(name, test_image(), container={"env": echo_env(), "ports": [{"containerPort": 8080}],
-                                                       "readinessProbe": {"httpGet": {"path": "/healthz",
-                                                                                      "port": 8080},
-                                                                          "periodSeconds": 2}}, **pod_spec)["spec"]
+    spec = echo_pod(name, **pod_spec)["spec"]
     if spread:
         spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
                                               "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor",

@@ -1,5 +1,5 @@
 from labs.i18n import _
-from labs.kube import pod_manifest, test_image
+from labs.kube import ask_pod, echo_pod, run_pod
 from labs.lab import THREE_WRITE_ATTEMPTS, Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
@@ -39,15 +39,13 @@ def run(lab: Lab, ev: Evidence) -> None:
     etcd = lab.etcd_members
     with lab.namespace("C08") as ns:
         ev.expect(lab.api_writes(ns, "before") is None, _("wrote ConfigMap 'before' through the API"))
-        lab.core.create_namespaced_pod(ns, pod_manifest("web", test_image()))
-        pod = wait_for(lambda: (p := lab.core.read_namespaced_pod("web", ns)).status.phase == "Running" and p, 90,
-                       _("the pod to run"))
+        pod = run_pod(lab, ns, echo_pod("web"))  # running and answering (its readiness probe)
         ip, node = pod.status.pod_ip, pod.spec.node_name
         lab.stop_units(etcd, ["etcd"], ev)
         error = wait_for(lambda: lab.api_writes(ns, "during"), THREE_WRITE_ATTEMPTS,
                          _("API writes to fail without etcd"), 2)
         ev.expect(True, _("with etcd stopped an API write fails: {error}").format(error=error))
-        answer = lab.sh(lab.workers[-1], f"curl -sS -m 5 http://{ip}:8080/", check=False)
+        answer = ask_pod(lab, lab.workers[-1], ip, "pod=web")
         ev.expect(answer.startswith("pod=web"),
                   _("the running pod on {node} still answers: {answer}").format(node=node, answer=answer),
                   _("the pod did not answer while etcd was down: {answer!r}").format(answer=answer))

@@ -1,5 +1,5 @@
 from labs.i18n import _
-from labs.kube import cordon, pod_manifest, run_deployment, test_image, wait_ready_pods
+from labs.kube import cordon, pod_manifest, run_deployment, scheduler_refuses, test_image, wait_ready_pods
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.restore import RESTORER
@@ -41,10 +41,11 @@ def failed_scheduling(lab: Lab, ns: str, pod: str) -> str:
          "kubectl taint node w2 k8s-arch-lab/c11-; kubectl delete deployment big web"],
     does=_("Asks for a pod with more CPU than any node can allocate (Pending, FailedScheduling: Insufficient cpu); "
            "pins a pod to the last worker with a node selector (placed there). Runs a one-replica Deployment; cordons "
-           "the first worker and scales up: every new replica is bound by default-scheduler elsewhere; uncordons it. "
-           "Then taints the last worker NoSchedule and scales up again: no new replica lands there; removes the "
-           "taint. (Needs two workers for the cordon and taint legs; disruptive because cordons and taints change "
-           "where every other pod may go.)"),
+           "the first worker, waits until the scheduler refuses a probe pod that only that worker may take (it has "
+           "seen the cordon) and scales up: every new replica is bound by default-scheduler elsewhere; uncordons it. "
+           "Then taints the last worker NoSchedule, waits the same way and scales up again: no new replica lands "
+           "there; removes the taint. (Needs two workers for the cordon and taint legs; disruptive because cordons "
+           "and taints change where every other pod may go.)"),
     hints=[
         _("*pod asking N CPUs: node …*: a node can allocate that much (the check computes N from the nodes, so this "
           "means a node's allocatable changed during the check), or a scheduler placed it without comparing requests "
@@ -98,6 +99,11 @@ def run(lab: Lab, ev: Evidence) -> None:
         for node, close, what in ((lab.workers[0], cordon, _("cordoned")), (lab.workers[-1], taint, _("tainted"))):
             RESTORER.push(_("open {node} again").format(node=node), lambda n=node, c=close: c(lab, n, False))
             close(lab, node, True)
+            refusal = scheduler_refuses(lab, ns, node)  # the scheduler has seen it (or never refuses: see below)
+            ev.add(_("{node} {what}: a probe pod that only {node} may take is refused: {refusal}").format(
+                node=node, what=what, refusal=refusal) if refusal else
+                _("{node} {what}: a probe pod that only {node} may take was bound there, three times").format(
+                node=node, what=what))
             replicas += 2
             lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": replicas}})
             pods = wait_ready_pods(lab, ns, "web", replicas)

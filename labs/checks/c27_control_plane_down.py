@@ -3,7 +3,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from labs.i18n import _
-from labs.kube import pod_manifest, test_image
+from labs.kube import ask_pod, echo_pod, pod_manifest, run_pod, test_image
 from labs.lab import Lab
 from labs.nodefacts import parse_journal_json
 from labs.registry import Evidence, check
@@ -53,9 +53,7 @@ UNITS = ["kube-scheduler", "kube-controller-manager", "kube-apiserver"]
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C27") as ns:
-        lab.core.create_namespaced_pod(ns, pod_manifest("survivor", test_image()))
-        pod = wait_for(lambda: (p := lab.core.read_namespaced_pod("survivor", ns)).status.phase == "Running" and p, 90,
-                       _("the pod to run"))
+        pod = run_pod(lab, ns, echo_pod("survivor"))  # running and answering (its readiness probe)
         ev.step(_("pod survivor runs on {node}").format(node=pod.spec.node_name))
         worker = next((w for w in lab.workers if w != pod.spec.node_name), pod.spec.node_name)
         kubeconfig = yaml.safe_load(lab.sh(worker, f"cat {lab.unit_arg(worker, 'kubelet', 'kubeconfig')}"))
@@ -72,7 +70,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         ev.expect(error is not None,
                   _("the API does not answer: {error}").format(error=error),
                   _("the API still answers writes"))
-        answer = lab.sh(worker, f"curl -sS -m 5 http://{pod.status.pod_ip}:8080/", check=False)
+        answer = ask_pod(lab, worker, pod.status.pod_ip, "pod=survivor")
         ev.expect(answer.startswith("pod=survivor"),
                   _("the pod still answers from {worker}: {answer}").format(worker=worker, answer=answer),
                   _("the pod did not answer: {answer!r}").format(answer=answer))

@@ -1,6 +1,6 @@
 from labs.episodes import EPISODES
 from labs.i18n import _, join
-from labs.kube import cordon, node_ready, run_deployment, wait_ready_pods
+from labs.kube import cordon, node_ready, run_deployment, scheduler_refuses, wait_ready_pods
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.restore import RESTORER
@@ -30,11 +30,12 @@ def pods(lab: Lab, ns: str) -> list:
          "lab ssh w2 -- systemctl start kubelet; kubectl wait --for=condition=Ready node/w2 --timeout=120s",
          "kubectl delete deployment web"],
     does=_("Runs a Deployment of {replicas} replicas, all on one worker (the other workers are cordoned while it "
-           "starts), whose pods tolerate an unreachable or not-ready node for {toleration} s (instead of the default "
-           "300 s). Stops that worker's kubelet: within the controller manager's --node-monitor-grace-period the node "
-           "is no longer Ready and carries the NoExecute taint; within the toleration the pods are evicted (marked "
-           "for deletion) and the Deployment's replacements run on other nodes. Starts the kubelet: the node is Ready "
-           "again and the evicted pods are gone.").format(replicas=REPLICAS, toleration=TOLERATION),
+           "starts, once the scheduler refuses a probe pod that only they may take), whose pods tolerate an "
+           "unreachable or not-ready node for {toleration} s (instead of the default 300 s). Stops that worker's "
+           "kubelet: within the controller manager's --node-monitor-grace-period the node is no longer Ready and "
+           "carries the NoExecute taint; within the toleration the pods are evicted (marked for deletion) and the "
+           "Deployment's replacements run on other nodes. Starts the kubelet: the node is Ready again and the evicted "
+           "pods are gone.").format(replicas=REPLICAS, toleration=TOLERATION),
     hints=[
         _("*the replicas did not all start on w2*: a worker was not cordoned, or w2 refused the pods (taints, "
           "`kubectl describe node w2`)."),
@@ -59,6 +60,8 @@ def run(lab: Lab, ev: Evidence) -> None:
 
         RESTORER.push(_("uncordon {nodes}").format(nodes=", ".join(others)), lambda: schedulable(True))
         schedulable(False)
+        for node in others:  # the scheduler knows before the Deployment's pods exist
+            scheduler_refuses(lab, ns, node)
         # A grace period, so that an evicted pod stays Terminating while only its lost node's kubelet could end it.
         first = run_deployment(lab, ns, "web", REPLICAS, terminationGracePeriodSeconds=30,
                                tolerations=[{"key": key, "operator": "Exists", "effect": "NoExecute",
