@@ -106,10 +106,13 @@ def scheduler_refuses(lab: Lab, ns: str, node: str, tries: int = 3) -> str | Non
         lab.core.create_namespaced_pod(ns, pod_manifest(name, test_image(), affinity=only_there))
 
         def decided(name=name):
+            """(node, None) once the probe is bound, (None, message) once it is refused; None while undecided."""
             pod = lab.core.read_namespaced_pod(name, ns)
+            if pod.spec.node_name:
+                return pod.spec.node_name, None
             refused = [c.message for c in pod.status.conditions or []
                        if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"]
-            return (pod.spec.node_name, refused[0] if refused else None) if pod.spec.node_name or refused else None
+            return (None, refused[0]) if refused else None
 
         bound, refusal = wait_for(decided, 30, _("the scheduler to place or refuse {name}").format(name=name), 0.5)
         lab.core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
