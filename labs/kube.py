@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import re
+import uuid
 from typing import TYPE_CHECKING
 
 from labs.i18n import _
@@ -102,7 +103,7 @@ def scheduler_refuses(lab: Lab, ns: str, node: str, tries: int = 3) -> str | Non
     only_there = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
     for attempt in range(1, tries + 1):
-        name = f"probe-{node}-{attempt}"
+        name = f"probe-{node}-{attempt}-{uuid.uuid4().hex[:5]}"
         lab.core.create_namespaced_pod(ns, pod_manifest(name, test_image(), affinity=only_there))
 
         def decided(name=name):

@@ -9,6 +9,7 @@ from labs.timing import wait_for
 TOLERATION = 10  # seconds the check's pods tolerate an unreachable or not-ready node before they are evicted
 REPLICAS = 2
 NOEXECUTE = ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+PLACEMENT_RETRIES = 2  # times a replica started on a cordoned worker is replaced before the check gives up
 
 
 def pods(lab: Lab, ns: str) -> list:
@@ -30,7 +31,8 @@ def pods(lab: Lab, ns: str) -> list:
          "lab ssh w2 -- systemctl start kubelet; kubectl wait --for=condition=Ready node/w2 --timeout=120s",
          "kubectl delete deployment web"],
     does=_("Runs a Deployment of {replicas} replicas, all on one worker (the other workers are cordoned while it "
-           "starts, once the scheduler refuses a probe pod that only they may take), whose pods tolerate an "
+           "starts, once the scheduler refuses a probe pod that only they may take; a replica that still starts on one "
+           "is replaced, twice at most), whose pods tolerate an "
            "unreachable or not-ready node for {toleration} s (instead of the default 300 s). Stops that worker's "
            "kubelet: within the controller manager's --node-monitor-grace-period the node is no longer Ready and "
            "carries the NoExecute taint; within the toleration the pods are evicted (marked for deletion) and the "
@@ -60,12 +62,32 @@ def run(lab: Lab, ev: Evidence) -> None:
 
         RESTORER.push(_("uncordon {nodes}").format(nodes=", ".join(others)), lambda: schedulable(True))
         schedulable(False)
-        for node in others:  # the scheduler knows before the Deployment's pods exist
-            scheduler_refuses(lab, ns, node)
+
+        def closed(nodes) -> None:
+            """Wait until the scheduler refuses a probe pod on each of the cordoned ``nodes``."""
+            for node in sorted(nodes):
+                refusal = scheduler_refuses(lab, ns, node)
+                ev.step(_("{node} cordoned: {refusal}").format(
+                    node=node, refusal=refusal or _("the scheduler still places a probe pod there")))
+
+        closed(others)  # the scheduler knows before the Deployment's pods exist
         # A grace period, so that an evicted pod stays Terminating while only its lost node's kubelet could end it.
         first = run_deployment(lab, ns, "web", REPLICAS, terminationGracePeriodSeconds=30,
                                tolerations=[{"key": key, "operator": "Exists", "effect": "NoExecute",
                                              "tolerationSeconds": TOLERATION} for key in NOEXECUTE])
+        for _retry in range(PLACEMENT_RETRIES):
+            # A replica on a cordoned worker: the scheduler that placed it had an outdated view of the nodes (on ha,
+            # a newly elected scheduler whose API server's cache lagged). Such a replica is replaced while the
+            # cordons hold; a scheduler that ignores cordons keeps doing it, and the check fails below.
+            strays = [p for p in first if p.spec.node_name != worker]
+            if not strays:
+                break
+            ev.step(_("{pods} started on a cordoned worker: deleted, the ReplicaSet starts another").format(
+                pods=", ".join(f"{p.metadata.name}@{p.spec.node_name}" for p in strays)))
+            closed({p.spec.node_name for p in strays})
+            for pod in strays:
+                lab.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+            first = wait_ready_pods(lab, ns, "web", REPLICAS, timeout=90)
         schedulable(True)
         RESTORER.discard(_("uncordon {nodes}").format(nodes=", ".join(others)))
         placed = {p.metadata.name: p.spec.node_name for p in first}
