@@ -270,8 +270,8 @@ class NodeAccess:
             return dict(zip(nodes, pool.map(fn, nodes), strict=True))
 
     def stop_units(self, nodes: list[str], units: list[str], ev: Evidence) -> None:
-        """Stop units on several nodes at once (an API server may take up to its
-        request timeout to drain), each with its guaranteed restart."""
+        """Stop units on several nodes at once (an API server drains its requests in flight and its watches first:
+        seconds), each with its guaranteed restart."""
         for node in nodes:
             for unit in units:
                 RESTORER.push(_("start {unit} on {node}").format(unit=unit, node=node),
