@@ -122,6 +122,16 @@ def scheduler_refuses(lab: Lab, ns: str, node: str, tries: int = 3) -> str | Non
     return None
 
 
+def refusal_evidence(node: str, what: str, refusal: str | None) -> str:
+    """The evidence line for what ``scheduler_refuses`` (three tries) found on a node just closed (``what``:
+    cordoned, tainted)."""
+    if refusal:
+        return _("{node} {what}: a probe pod that only {node} may take is refused: {refusal}").format(
+            node=node, what=what, refusal=refusal)
+    return _("{node} {what}: a probe pod that only {node} may take was bound there, three times").format(
+        node=node, what=what)
+
+
 def wait_running(lab: Lab, ns: str, name: str, timeout: float = POD_START_TIMEOUT):
     """The pod once it is Running with all containers ready."""
     def ready():

@@ -1,5 +1,13 @@
 from labs.i18n import _
-from labs.kube import cordon, pod_manifest, run_deployment, scheduler_refuses, test_image, wait_ready_pods
+from labs.kube import (
+    cordon,
+    pod_manifest,
+    refusal_evidence,
+    run_deployment,
+    scheduler_refuses,
+    test_image,
+    wait_ready_pods,
+)
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.restore import RESTORER
@@ -100,10 +108,7 @@ def run(lab: Lab, ev: Evidence) -> None:
             RESTORER.push(_("open {node} again").format(node=node), lambda n=node, c=close: c(lab, n, False))
             close(lab, node, True)
             refusal = scheduler_refuses(lab, ns, node)  # the scheduler has seen it (or never refuses: see below)
-            ev.add(_("{node} {what}: a probe pod that only {node} may take is refused: {refusal}").format(
-                node=node, what=what, refusal=refusal) if refusal else
-                _("{node} {what}: a probe pod that only {node} may take was bound there, three times").format(
-                node=node, what=what))
+            ev.add(refusal_evidence(node, what, refusal))
             replicas += 2
             lab.apps.patch_namespaced_deployment_scale("web", ns, {"spec": {"replicas": replicas}})
             pods = wait_ready_pods(lab, ns, "web", replicas)

@@ -1,6 +1,6 @@
 from labs.episodes import EPISODES
 from labs.i18n import _, join
-from labs.kube import cordon, node_ready, run_deployment, scheduler_refuses, wait_ready_pods
+from labs.kube import cordon, node_ready, refusal_evidence, run_deployment, scheduler_refuses, wait_ready_pods
 from labs.lab import Lab
 from labs.registry import CheckSkipped, Evidence, check
 from labs.restore import RESTORER
@@ -66,9 +66,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         def closed(nodes) -> None:
             """Wait until the scheduler refuses a probe pod on each of the cordoned ``nodes``."""
             for node in sorted(nodes):
-                refusal = scheduler_refuses(lab, ns, node)
-                ev.step(_("{node} cordoned: {refusal}").format(
-                    node=node, refusal=refusal or _("the scheduler still places a probe pod there")))
+                ev.step(refusal_evidence(node, _("cordoned"), scheduler_refuses(lab, ns, node)))
 
         closed(others)  # the scheduler knows before the Deployment's pods exist
         # A grace period, so that an evicted pod stays Terminating while only its lost node's kubelet could end it.
