@@ -3,6 +3,7 @@ playbooks read the earlier layers' facts through the roles' facts entry points, 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,20 @@ def test_the_role_tests_converge_is_the_site_playbook():
     known = {entry["role"] for _, entry in site_roles()}
     for scenario, roles in runs["lab_molecule_runs"].items():
         assert scenario in roles and set(roles) <= known, scenario
+
+
+# What gather_subset ["!all", "!min", distribution, platform] gives that the roles read (ansible_facts['...']).
+GATHERED = {"architecture", "os_family"}
+
+
+def test_every_play_that_gathers_facts_gathers_the_few_the_roles_read():
+    subset = None
+    for path in sorted(PLAYBOOKS.glob("*.yml")):
+        for play in load(path):
+            if play.get("gather_facts") and play.get("hosts") != "localhost":
+                subset = subset or play["gather_subset"]
+                assert play["gather_subset"] == subset == ["!all", "!min", "distribution", "platform"], path.name
+    read = set()
+    for path in ROOT.glob("roles/*/*/*.yml"):
+        read |= set(re.findall(r"ansible_facts\['(\w+)'\]", path.read_text()))
+    assert read and read <= GATHERED, f"facts the roles read but the playbooks do not gather: {read - GATHERED}"
