@@ -56,6 +56,27 @@ USAGE = ("for u in " + " ".join(UNITS) + "; do pid=$(systemctl show -P MainPID $
          "$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)\"; getconf CLK_TCK")
 
 
+# A node container's own memory figures (its cgroup's memory.stat: cgroup v1, else v2), to split what docker stats
+# counts (usage less the inactive page cache) into programs' memory and page cache.
+MEMORY_STAT = "cat /sys/fs/cgroup/memory/memory.stat 2>/dev/null || cat /sys/fs/cgroup/memory.stat"
+
+
+def memory_parts(text: str) -> dict[str, float]:
+    """A cgroup's memory.stat (v1 or v2) -> MiB of: anonymous memory (the programs' heaps and stacks); page cache
+    mapped by running programs (their code, etcd's database); and the rest of the active page cache: files read
+    more than once that no program maps (the binaries and image archives the playbooks wrote and read back to
+    compare checksums, ...), which the kernel gives back under memory pressure. Approximate: a mapped page may sit on
+    the inactive list."""
+    stat = dict(line.split() for line in text.strip().splitlines())
+    v1 = "total_rss" in stat
+    anon = int(stat["total_rss" if v1 else "anon"])
+    mapped = int(stat["total_mapped_file" if v1 else "file_mapped"])
+    active = int(stat["total_active_file" if v1 else "active_file"])
+    mib = 1024 * 1024
+    return {"anon": round(anon / mib, 1), "mapped files": round(mapped / mib, 1),
+            "other active page cache": round(max(0, active - mapped) / mib, 1)}
+
+
 def host_cpu(stat: Path = Path("/proc/stat")) -> tuple[int, int]:
     """This host's CPU time so far (clock ticks): (stolen by the hypervisor, all). On a shared virtual machine the
     hypervisor may give the host's cores to others ("steal"); figures measured then are slower than the code is."""
@@ -92,6 +113,7 @@ def cluster_usage(interval: float = 10.0) -> dict:
     second = lab.on_each(machines, lambda m: parse_usage(lab.sh(m, USAGE)))
     elapsed = time.monotonic() - started
     docker = docker_stats() if lab.setting("provider") == "docker" else {}
+    parts = lab.on_each(machines, lambda m: memory_parts(lab.sh(m, MEMORY_STAT))) if docker else {}
     out: dict = {}
     for machine in machines:
         (a, hz), (b, _) = first[machine], second[machine]
@@ -101,6 +123,8 @@ def cluster_usage(interval: float = 10.0) -> dict:
         node = docker.get(f"{lab.setting('cluster_name')}-{machine}") or {
             "MiB": round(b["node"][0] / 1024, 1), "cpu %": round(100 * (b["node"][1] - a["node"][1]) / hz / elapsed, 1)}
         out[machine] = {**node, "components": comps}
+        if machine in parts:
+            out[machine]["memory MiB"] = parts[machine]
     return out
 
 
@@ -122,6 +146,11 @@ def print_usage(usage: dict) -> None:
     for machine, figures in usage.items():
         comps = ", ".join(f"{n} {c['MiB']:.0f} MiB {c['cpu %']:.1f}%" for n, c in figures["components"].items())
         print(f"{'  ' + machine:32} {figures['MiB']:7.1f} MiB {figures['cpu %']:5.1f}% cpu   {comps}", flush=True)
+    parts = [figures["memory MiB"] for figures in usage.values() if "memory MiB" in figures]
+    if parts:
+        total = {name: round(sum(p[name] for p in parts), 1) for name in parts[0]}
+        print(f"{'  of the memory, about':32} " + ", ".join(f"{name} {mib:.0f} MiB" for name, mib in total.items()),
+              flush=True)
 
 
 def append_performance(results: dict, path: Path = PERFORMANCE) -> None:

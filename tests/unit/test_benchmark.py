@@ -39,3 +39,13 @@ def test_steal_is_the_share_of_cpu_time_the_hypervisor_took(tmp_path: Path):
     assert before == (40, 1000)
     stat.write_text("cpu  200 0 100 1400 10 0 0 290 0 0\n")
     assert B.steal_since(before, B.host_cpu(stat)) == 25.0
+
+
+def test_memory_parts_of_a_cgroup_v1_and_v2_node():
+    mib = 1024 * 1024
+    v1 = (f"cache {900 * mib}\nrss {10 * mib}\ntotal_cache {900 * mib}\ntotal_rss {425 * mib}\n"
+          f"total_mapped_file {385 * mib}\ntotal_inactive_file {166 * mib}\ntotal_active_file {747 * mib}\n")
+    assert B.memory_parts(v1) == {"anon": 425.0, "mapped files": 385.0, "other active page cache": 362.0}
+    v2 = f"anon {160 * mib}\nfile {515 * mib}\nfile_mapped {203 * mib}\nactive_file {369 * mib}\ninactive_file 1\n"
+    assert B.memory_parts(v2) == {"anon": 160.0, "mapped files": 203.0, "other active page cache": 166.0}
+    assert B.memory_parts("anon 1\nfile_mapped 9\nactive_file 4\n")["other active page cache"] == 0
