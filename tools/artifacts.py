@@ -279,7 +279,11 @@ def optional_sets(versions: dict) -> tuple[str, ...]:
 
 
 class Manifest:
-    """``manifest.json``: relpath -> sha256, size, source, component, version."""
+    """``manifest.json``: relpath -> sha256, size, mtime, source, component, version.
+
+    ``size`` and ``mtime`` are the file's when its sha256 was last computed: the artifacts role re-hashes only
+    the files whose size or modification time differ (the quick check of make and rsync), instead of every
+    file on every run."""
 
     def __init__(self, cache: Path):
         self.cache = cache
@@ -296,6 +300,7 @@ class Manifest:
         self.entries[art.relpath] = {
             "sha256": sha256_file(target),
             "size": target.stat().st_size,
+            "mtime": target.stat().st_mtime,
             "source": source,
             "component": art.component,
             "version": art.version,
@@ -333,6 +338,9 @@ class Manifest:
             return f"sha256 {actual} != manifest {entry['sha256']} (corrupted?)"
         if entry.get("source") == "download" and art.official_sha256 and actual != art.official_sha256:
             return "downloaded file does not match the official sha256"
+        if entry.get("mtime") != target.stat().st_mtime:  # same content, touched (or an older manifest)
+            entry["mtime"] = target.stat().st_mtime
+            self.save()
         return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tarfile
 from pathlib import Path
 
@@ -297,6 +298,18 @@ def test_manifest_records_and_verifies(tmp_path):
     entry = json.loads((tmp_path / A.MANIFEST).read_text())["files"][art.relpath]
     assert entry["sha256"] == sha(b"payload") and entry["source"] == "download" and entry["version"] == "v1.0.0"
     assert f"{sha(b'payload')}  {art.relpath}" in (tmp_path / "SHA256SUMS").read_text()
+
+
+def test_manifest_keeps_the_size_and_time_its_checksum_was_computed_at(tmp_path):
+    """The artifacts role re-hashes a cached file only when its size or mtime differ from the manifest's."""
+    art = file_artifact()
+    put(tmp_path, art, b"payload")
+    target = tmp_path / art.relpath
+    entry = json.loads((tmp_path / A.MANIFEST).read_text())["files"][art.relpath]
+    assert (entry["size"], entry["mtime"]) == (7, target.stat().st_mtime)
+    os.utime(target, (1_000_000_000.5, 1_000_000_000.5))  # touched, same content: verified, and the time kept
+    assert A.Manifest(tmp_path).verify(art) is None
+    assert json.loads((tmp_path / A.MANIFEST).read_text())["files"][art.relpath]["mtime"] == 1_000_000_000.5
 
 
 def test_manifest_detects_corruption_truncation_and_loss(tmp_path):

@@ -405,6 +405,7 @@ def test_inventory_list():
     assert inv["_meta"]["hostvars"]["w2"] == {
         "ansible_host": "192.168.56.22",
         "ansible_user": "root",
+        "ansible_python_interpreter": "/usr/bin/python3",
         "ansible_ssh_private_key_file": os.path.join(os.environ["K8S_LAB_STATE_DIR"], "ssh", "id_ed25519"),
         "lab_node_ip": "192.168.56.22",
         "lab_pod_cidr": "10.244.4.0/24",
