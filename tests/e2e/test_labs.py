@@ -103,14 +103,17 @@ def test_the_live_diagram_draws_the_connections_the_cluster_holds(lab, tmp_path)
 @contextlib.contextmanager
 def image_removed(lab: Lab, node: str, image: str):
     """The runtime no longer holds the image of a running container (removed from containerd's k8s.io
-    namespace); put back afterwards from the archive the containerd role imported it from."""
+    namespace); put back afterwards from an export taken first (the containerd role keeps no archive on the
+    node once it has imported it)."""
+    saved = f"/var/tmp/k8s-arch-lab-test-{image.rsplit('/', 1)[-1].replace(':', '_')}.tar"
+    lab.sh(node, f"ctr -n k8s.io images export {saved} {image}")
     lab.sh(node, f"ctr -n k8s.io images rm {image}")
     try:
         yield
     finally:
-        archive = f"/var/lib/k8s-arch-lab/images/{image.rsplit('/', 1)[-1].split(':')[0]}.tar"
         lab.sh(node, f"ctr -n k8s.io images ls -q | grep -qx '{image}' || "
-                     f"ctr -n k8s.io images import --local {archive}", check=False)
+                     f"ctr -n k8s.io images import --local {saved}", check=False)
+        lab.sh(node, f"rm -f {saved}", check=False)
 
 
 def stopped(lab: Lab, check_id: str, nodes: list[str], unit: str):

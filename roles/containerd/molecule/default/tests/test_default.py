@@ -36,3 +36,17 @@ def test_images_are_imported_under_their_exact_names(host):
             assert f"{image['name']}:{image['version']}" not in held
             continue
         assert f"{image['name']}:{image['version']}" in held
+
+
+def test_archives_are_removed_once_imported_and_each_import_recorded(host):
+    """The node keeps each image once, in containerd: a record per import (named after the archive's sha256)
+    instead of the archive."""
+    listing = host.check_output("ls /var/lib/k8s-arch-lab/images").split()
+    assert not [name for name in listing if name.endswith(".tar")], listing
+    for image_id, image in VERSIONS["images"].items():
+        if image.get("set"):
+            continue
+        records = [name for name in listing if name.startswith(f"{image_id}.") and name.endswith(".imported")]
+        assert len(records) == 1, (image_id, listing)
+        assert host.file(f"/var/lib/k8s-arch-lab/images/{records[0]}").content_string.strip() == (
+            f"{image['name']}:{image['version']}")
