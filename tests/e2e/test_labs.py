@@ -102,18 +102,18 @@ def test_the_live_diagram_draws_the_connections_the_cluster_holds(lab, tmp_path)
 
 @contextlib.contextmanager
 def image_removed(lab: Lab, node: str, image: str):
-    """The runtime no longer holds the image of a running container (removed from containerd's k8s.io
-    namespace); put back afterwards from an export taken first (the containerd role keeps no archive on the
-    node once it has imported it)."""
-    saved = f"/var/tmp/k8s-arch-lab-test-{image.rsplit('/', 1)[-1].replace(':', '_')}.tar"
-    lab.sh(node, f"ctr -n k8s.io images export {saved} {image}")
+    """The runtime no longer holds the image of a running container under its name (removed from containerd's
+    k8s.io namespace); its content is kept meanwhile under a second name, given back afterwards (the node has no
+    archive of it: the containerd role removes each one once imported, and containerd keeps no layer blobs)."""
+    kept = f"{image}-k8s-arch-lab-test"
+    lab.sh(node, f"ctr -n k8s.io images tag --force {image} {kept}")
     lab.sh(node, f"ctr -n k8s.io images rm {image}")
     try:
         yield
     finally:
-        lab.sh(node, f"ctr -n k8s.io images ls -q | grep -qx '{image}' || "
-                     f"ctr -n k8s.io images import --local {saved}", check=False)
-        lab.sh(node, f"rm -f {saved}", check=False)
+        lab.sh(node, f"ctr -n k8s.io images ls -q | grep -qx '{image}' || ctr -n k8s.io images tag {kept} {image}",
+               check=False)
+        lab.sh(node, f"ctr -n k8s.io images rm {kept}", check=False)
 
 
 def stopped(lab: Lab, check_id: str, nodes: list[str], unit: str):

@@ -22,14 +22,16 @@ def test_a_run_appends_one_row_under_the_table(tmp_path: Path):
     header = B.PERFORMANCE.read_text()
     table.write_text(header)
     B.append_performance({"profile": "ha", "bring-up total (to all nodes Ready)": 300.0, "re-run site.yml": 40.0,
-                          "re-run changed": 0, "memory MiB total": 3000.0, "idle cpu % total": 50.0,
+                          "re-run site.yml (settled)": 35.0, "re-run changed": 0, "memory MiB total": 3000.0,
+                          "idle cpu % total": 50.0,
                           "lab check --no-disruptive": {"seconds": 55.0}, "lab check --all": {"seconds": 350.0},
                           "cpu steal %": 12.5},
                          table)
     rows = [line for line in table.read_text().splitlines() if line.startswith("|")]
     columns = rows[0].count("|")
     assert all(row.count("|") == columns for row in rows), "every row has the header's columns"
-    assert rows[-1].split(" | ")[3:] == ["ha", "300.0", "40.0", "0", "3000.0", "50.0", "55.0", "350.0", "12.5 |"]
+    assert rows[-1].split(" | ")[3:] == ["ha", "300.0", "40.0", "35.0", "0", "3000.0", "50.0", "55.0", "350.0",
+                                         "12.5 |"]
 
 
 def test_steal_is_the_share_of_cpu_time_the_hypervisor_took(tmp_path: Path):
