@@ -36,6 +36,10 @@ def run(cmd: list[str], env: dict, label: str, results: dict) -> str:
     elapsed = time.monotonic() - started
     results[label] = round(elapsed, 1)
     print(f"{label:32} {elapsed:7.1f} s", flush=True)
+    if cmd[0].endswith("ansible-playbook"):  # kept, with each task's time (profile_tasks), to see where time went
+        REPORTS.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+        (REPORTS / f"{time.strftime('%Y%m%dT%H%M%S')}-{name}.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         print(proc.stdout[-4000:], proc.stderr[-2000:], file=sys.stderr)
         raise SystemExit(f"benchmark: {label} failed")
@@ -211,7 +215,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, metavar="N", help="run `lab check --all` N times")
     args = parser.parse_args()
     env = dict(os.environ, PROFILE=args.profile, PROVIDER="docker", K8S_LAB_PROFILE=args.profile,
-               K8S_LAB_PROVIDER="docker", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+               K8S_LAB_PROVIDER="docker", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", PROFILE_TASKS_TASK_OUTPUT_LIMIT="30")
     venv = ROOT / ".venv/bin"
     env["PATH"] = f"{venv}:{env['PATH']}"
     playbook = [str(venv / "ansible-playbook"), "-i", "inventory"]
