@@ -104,7 +104,7 @@ def test_the_live_diagram_draws_the_connections_the_cluster_holds(lab, tmp_path)
 def image_removed(lab: Lab, node: str, image: str):
     """The runtime no longer holds the image of a running container under its name (removed from containerd's
     k8s.io namespace); its content is kept meanwhile under a second name, given back afterwards (the node has no
-    archive of it: the containerd role removes each one once imported, and containerd keeps no layer blobs)."""
+    archive of it: the containerd role removes each one once imported)."""
     kept = f"{image}-k8s-arch-lab-test"
     lab.sh(node, f"ctr -n k8s.io images tag --force {image} {kept}")
     lab.sh(node, f"ctr -n k8s.io images rm {image}")
