@@ -123,7 +123,9 @@ def _box(graph: Graph, end: tuple[str, str]) -> str:
 
 
 def to_dot(graph: Graph) -> str:
-    lines = ["digraph lab {", '  rankdir=LR; compound=true; fontname="Helvetica";',
+    # newrank: Graphviz's other ranking, which lays out every graph of the lab; the classic one fails on some
+    # (dot 2.43: "trouble in init_rank", seen with C04's rogue etcd client on ha; tests/unit/data).
+    lines = ["digraph lab {", '  rankdir=LR; compound=true; newrank=true; fontname="Helvetica";',
              '  node [shape=box, style="rounded,filled", fillcolor="#eef4ff", fontname="Helvetica", fontsize=11];',
              '  edge [fontname="Helvetica", fontsize=9];']
     w = words()

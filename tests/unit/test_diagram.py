@@ -1,6 +1,11 @@
 """`lab diagram`: the edges are the connections the machines show (recorded outputs), and the drawings say them."""
 
+import shutil
+import subprocess
 from collections import Counter
+from pathlib import Path
+
+import pytest
 
 from labs import diagram as D
 from labs.nodefacts import Snapshot
@@ -65,6 +70,18 @@ def test_dot_draws_the_broken_parts_in_red():
     assert "w1 (worker) NOT READY" in dot and 'color="red"' in dot
     assert "api [label=\"API address\\n192.168.56.10:8443\"" in dot
     assert "w1_kube_proxy -> services" in dot
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_graphviz_lays_out_a_graph_its_classic_ranking_failed_on(tmp_path):
+    """A graph `lab diagram` drew on ha with C04's rogue etcd client, which dot 2.43's classic ranking cannot lay
+    out ("trouble in init_rank"); with the header to_dot writes now, it can."""
+    recorded = (Path(__file__).parent / "data" / "diagram-init-rank.dot").read_text().splitlines()
+    header = D.to_dot(graph()).splitlines()[:2]
+    assert "newrank=true" in header[1]
+    source = tmp_path / "diagram.dot"
+    source.write_text("\n".join(header + recorded[2:]) + "\n")
+    subprocess.run(["dot", "-Tsvg", str(source), "-o", str(tmp_path / "diagram.svg")], check=True, timeout=60)
 
 
 def test_mermaid_has_the_same_edges_and_marks_the_forbidden_one():
