@@ -30,6 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["nodes", "pki", "control_plane", "workers", "addons"]
 
 
+def changed_tasks(recap: str) -> int:
+    """How many tasks a playbook run changed, over every host of its recap."""
+    return sum(int(c) for c in re.findall(r"changed=(\d+)", recap))
+
+
 def run(cmd: list[str], env: dict, label: str, results: dict) -> str:
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -249,9 +254,8 @@ def main() -> int:
     results["bring-up total (to all nodes Ready)"] = round(time.monotonic() - started, 1)
     print(f"{'bring-up total':32} {results['bring-up total (to all nodes Ready)']:7.1f} s")
     rerun = run(playbook + ["playbooks/site.yml"], env, "re-run site.yml", results)
-    changed = sum(int(c) for c in re.findall(r"changed=(\d+)", rerun))
-    results["re-run changed"] = changed
-    print(f"{'re-run changed tasks':32} {changed:7d}")
+    results["re-run changed"] = changed_tasks(rerun)
+    print(f"{'re-run changed tasks':32} {results['re-run changed']:7d}")
     run(playbook + ["playbooks/smoke.yml"], env, "smoke playbook", results)
     usage = cluster_usage()
     results["usage per machine"] = usage
@@ -263,7 +267,7 @@ def main() -> int:
     # Once more on the cluster that has settled (a minute idle): what a learner's re-run after a change costs,
     # without the work of a cluster that has only just come up (its controllers' first syncs, CoreDNS starting).
     rerun = run(playbook + ["playbooks/site.yml"], env, "re-run site.yml (settled)", results)
-    results["re-run changed"] += sum(int(c) for c in re.findall(r"changed=(\d+)", rerun))
+    results["re-run changed"] += changed_tasks(rerun)
     print(f"{'re-run changed tasks (both runs)':32} {results['re-run changed']:7d}")
     if not args.no_checks:
         results.update(time_checks(env, venv, args.repeat))
