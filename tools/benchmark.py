@@ -65,25 +65,34 @@ USAGE = ("for u in " + " ".join(UNITS) + "; do pid=$(systemctl show -P MainPID $
          "$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)\"; getconf CLK_TCK")
 
 
-# A node container's own memory figures (its cgroup's memory.stat: cgroup v1, else v2), to split what docker stats
-# counts (usage less the inactive page cache) into programs' memory and page cache.
-MEMORY_STAT = "cat /sys/fs/cgroup/memory/memory.stat 2>/dev/null || cat /sys/fs/cgroup/memory.stat"
+# A node container's own memory figures: its cgroup's memory.stat (cgroup v1, else v2), then its usage.
+MEMORY_STAT = ("cat /sys/fs/cgroup/memory/memory.stat 2>/dev/null || cat /sys/fs/cgroup/memory.stat; "
+               "echo usage $(cat /sys/fs/cgroup/memory/memory.usage_in_bytes 2>/dev/null "
+               "|| cat /sys/fs/cgroup/memory.current)")
 
 
 def memory_parts(text: str) -> dict[str, float]:
-    """A cgroup's memory.stat (v1 or v2) -> MiB of: anonymous memory (the programs' heaps and stacks); page cache
-    mapped by running programs (their code, etcd's database); and the rest of the active page cache: files read
-    more than once that no program maps (the binaries and image archives the playbooks wrote and read back to
-    compare checksums, ...), which the kernel gives back under memory pressure. Approximate: a mapped page may sit on
-    the inactive list."""
-    stat = dict(line.split() for line in text.strip().splitlines())
+    """A node container's MEMORY_STAT output -> MiB of the memory it has in use, and of what that is made of:
+    anonymous memory (the programs' heaps and stacks), page cache mapped by running programs (their code,
+    etcd's database), and the kernel's memory for it and the rest (page tables, sockets, tmpfs); and apart, the
+    page cache that no program maps (files written or read once: binaries, logs, image layers), which the
+    kernel gives back when memory runs short, and which "in use" leaves out.
+
+    `docker stats` shows the usage less the *inactive* page cache instead: a figure that depends on how often
+    each cached page was read, not on what the programs use (a binary the copy module wrote and read back to
+    compare checksums stayed on the active list and counted in full; one that rsync writes once does not, nor
+    do the pages of it the program maps, while they sit on the inactive list). Both are reported."""
+    stat = dict(line.split() for line in text.strip().splitlines() if len(line.split()) == 2)
     v1 = "total_rss" in stat
     anon = int(stat["total_rss" if v1 else "anon"])
     mapped = int(stat["total_mapped_file" if v1 else "file_mapped"])
-    active = int(stat["total_active_file" if v1 else "active_file"])
+    cache = int(stat["total_cache" if v1 else "file"]) - int(stat.get("total_shmem" if v1 else "shmem", 0))
+    unmapped = max(0, cache - mapped)
+    in_use = int(stat["usage"]) - unmapped
     mib = 1024 * 1024
-    return {"anon": round(anon / mib, 1), "mapped files": round(mapped / mib, 1),
-            "other active page cache": round(max(0, active - mapped) / mib, 1)}
+    return {"in use": round(in_use / mib, 1), "anon": round(anon / mib, 1), "mapped files": round(mapped / mib, 1),
+            "kernel and other": round(max(0, in_use - anon - mapped) / mib, 1),
+            "page cache no program maps": round(unmapped / mib, 1)}
 
 
 def host_cpu(stat: Path = Path("/proc/stat")) -> tuple[int, int]:
@@ -129,11 +138,15 @@ def cluster_usage(interval: float = 10.0) -> dict:
         comps = {name: {"MiB": round(b[name][0] / 1024, 1),
                         "cpu %": round(100 * (b[name][1] - a[name][1]) / hz / elapsed, 1)}
                  for name in b if name in a and name != "node"}
-        node = docker.get(f"{lab.setting('cluster_name')}-{machine}") or {
-            "MiB": round(b["node"][0] / 1024, 1), "cpu %": round(100 * (b["node"][1] - a["node"][1]) / hz / elapsed, 1)}
+        # A VM's memory in use: MemTotal less MemAvailable. A node container's: from its cgroup (memory_parts),
+        # with `docker stats`'s figure next to it; its CPU from `docker stats` (/proc/stat is the host's).
+        node = {"MiB": round(b["node"][0] / 1024, 1),
+                "cpu %": round(100 * (b["node"][1] - a["node"][1]) / hz / elapsed, 1)}
+        stats = docker.get(f"{lab.setting('cluster_name')}-{machine}")
+        if stats and machine in parts:
+            node = {"MiB": parts[machine]["in use"], "cpu %": stats["cpu %"], "docker stats MiB": stats["MiB"],
+                    "memory MiB": {k: v for k, v in parts[machine].items() if k != "in use"}}
         out[machine] = {**node, "components": comps}
-        if machine in parts:
-            out[machine]["memory MiB"] = parts[machine]
     return out
 
 
@@ -154,7 +167,9 @@ def docker_stats() -> dict[str, dict[str, float]]:
 def print_usage(usage: dict) -> None:
     for machine, figures in usage.items():
         comps = ", ".join(f"{n} {c['MiB']:.0f} MiB {c['cpu %']:.1f}%" for n, c in figures["components"].items())
-        print(f"{'  ' + machine:32} {figures['MiB']:7.1f} MiB {figures['cpu %']:5.1f}% cpu   {comps}", flush=True)
+        stats = f" (docker stats {figures['docker stats MiB']:.0f})" if "docker stats MiB" in figures else ""
+        print(f"{'  ' + machine:32} {figures['MiB']:7.1f} MiB{stats} {figures['cpu %']:5.1f}% cpu   {comps}",
+              flush=True)
     parts = [figures["memory MiB"] for figures in usage.values() if "memory MiB" in figures]
     if parts:
         total = {name: round(sum(p[name] for p in parts), 1) for name in parts[0]}
@@ -173,7 +188,8 @@ def append_performance(results: dict, path: Path = PERFORMANCE) -> None:
     row = [time.strftime("%Y-%m-%d"), commit, f"{os.cpu_count()} cores, {model}", results["profile"],
            results.get("bring-up total (to all nodes Ready)", ""), results.get("re-run site.yml", ""),
            results.get("re-run site.yml (settled)", ""), results.get("re-run changed", ""),
-           results.get("memory MiB total", ""), results.get("idle cpu % total", ""),
+           results.get("memory MiB total", ""), results.get("docker stats MiB total", ""),
+           results.get("idle cpu % total", ""),
            (results.get("lab check --no-disruptive") or {}).get("seconds", ""), checks.get("seconds", ""),
            results.get("cpu steal %", "")]
     with path.open("a") as out:
@@ -260,6 +276,8 @@ def main() -> int:
     usage = cluster_usage()
     results["usage per machine"] = usage
     results["memory MiB total"] = round(sum(u["MiB"] for u in usage.values()), 1)
+    if all("docker stats MiB" in u for u in usage.values()):
+        results["docker stats MiB total"] = round(sum(u["docker stats MiB"] for u in usage.values()), 1)
     results["idle cpu % total"] = round(sum(u["cpu %"] for u in usage.values()), 1)
     print(f"{'cluster memory, idle cpu':32} {results['memory MiB total']:7.1f} MiB {results['idle cpu % total']:5.1f}% "
           "cpu (of one core), per machine:")

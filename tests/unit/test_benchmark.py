@@ -23,6 +23,7 @@ def test_a_run_appends_one_row_under_the_table(tmp_path: Path):
     table.write_text(header)
     B.append_performance({"profile": "ha", "bring-up total (to all nodes Ready)": 300.0, "re-run site.yml": 40.0,
                           "re-run site.yml (settled)": 35.0, "re-run changed": 0, "memory MiB total": 3000.0,
+                          "docker stats MiB total": 3300.0,
                           "idle cpu % total": 50.0,
                           "lab check --no-disruptive": {"seconds": 55.0}, "lab check --all": {"seconds": 350.0},
                           "cpu steal %": 12.5},
@@ -30,8 +31,8 @@ def test_a_run_appends_one_row_under_the_table(tmp_path: Path):
     rows = [line for line in table.read_text().splitlines() if line.startswith("|")]
     columns = rows[0].count("|")
     assert all(row.count("|") == columns for row in rows), "every row has the header's columns"
-    assert rows[-1].split(" | ")[3:] == ["ha", "300.0", "40.0", "35.0", "0", "3000.0", "50.0", "55.0", "350.0",
-                                         "12.5 |"]
+    assert rows[-1].split(" | ")[3:] == ["ha", "300.0", "40.0", "35.0", "0", "3000.0", "3300.0", "50.0", "55.0",
+                                         "350.0", "12.5 |"]
 
 
 def test_steal_is_the_share_of_cpu_time_the_hypervisor_took(tmp_path: Path):
@@ -45,9 +46,19 @@ def test_steal_is_the_share_of_cpu_time_the_hypervisor_took(tmp_path: Path):
 
 def test_memory_parts_of_a_cgroup_v1_and_v2_node():
     mib = 1024 * 1024
+    # In use: the usage less the page cache no program maps (here 900 - 1 of tmpfs - 385 mapped = 514 MiB),
+    # whichever list the kernel keeps that cache on.
     v1 = (f"cache {900 * mib}\nrss {10 * mib}\ntotal_cache {900 * mib}\ntotal_rss {425 * mib}\n"
-          f"total_mapped_file {385 * mib}\ntotal_inactive_file {166 * mib}\ntotal_active_file {747 * mib}\n")
-    assert B.memory_parts(v1) == {"anon": 425.0, "mapped files": 385.0, "other active page cache": 362.0}
-    v2 = f"anon {160 * mib}\nfile {515 * mib}\nfile_mapped {203 * mib}\nactive_file {369 * mib}\ninactive_file 1\n"
-    assert B.memory_parts(v2) == {"anon": 160.0, "mapped files": 203.0, "other active page cache": 166.0}
-    assert B.memory_parts("anon 1\nfile_mapped 9\nactive_file 4\n")["other active page cache"] == 0
+          f"total_shmem {1 * mib}\ntotal_mapped_file {385 * mib}\ntotal_inactive_file {166 * mib}\n"
+          f"total_active_file {733 * mib}\nusage {1400 * mib}\n")
+    assert B.memory_parts(v1) == {"in use": 886.0, "anon": 425.0, "mapped files": 385.0, "kernel and other": 76.0,
+                                  "page cache no program maps": 514.0}
+    inactive = v1.replace(f"total_inactive_file {166 * mib}", f"total_inactive_file {800 * mib}")
+    assert B.memory_parts(inactive) == B.memory_parts(v1)
+    v2 = (f"anon {160 * mib}\nfile {515 * mib}\nfile_mapped {203 * mib}\nshmem 0\nactive_file {369 * mib}\n"
+          f"inactive_file 1\nusage {700 * mib}\n")
+    assert B.memory_parts(v2) == {"in use": 388.0, "anon": 160.0, "mapped files": 203.0, "kernel and other": 25.0,
+                                  "page cache no program maps": 312.0}
+    # More mapped than cached (a mapped page counted twice): no negative cache.
+    assert B.memory_parts("anon 1\nfile 4\nfile_mapped 9\nusage 20\n")["page cache no program maps"] == 0
+    assert "memory.usage_in_bytes" in B.MEMORY_STAT and "memory.current" in B.MEMORY_STAT
