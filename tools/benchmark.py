@@ -57,7 +57,7 @@ UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", 
          "haproxy", "keepalived")
 # On a machine: per active component unit, its main process's resident memory (kB) and CPU time (clock ticks), then
 # the machine's used memory (kB) and busy CPU ticks (from /proc/meminfo and /proc/stat; inside a container those are
-# the host's, so the docker provider takes the node's own figures from docker stats).
+# the host's, so the docker provider takes the node's own figures from its cgroup and docker stats).
 USAGE = ("for u in " + " ".join(UNITS) + "; do pid=$(systemctl show -P MainPID $u 2>/dev/null); "
          "[ \"${pid:-0}\" -gt 0 ] || continue; "
          "echo \"$u $(awk '/^VmRSS/ {print $2}' /proc/$pid/status) $(awk '{print $14 + $15}' /proc/$pid/stat)\"; "
@@ -75,8 +75,8 @@ def memory_parts(text: str) -> dict[str, float]:
     """A node container's MEMORY_STAT output -> MiB of the memory it has in use, and of what that is made of:
     anonymous memory (the programs' heaps and stacks), page cache mapped by running programs (their code,
     etcd's database), and the kernel's memory for it and the rest (page tables, sockets, tmpfs); and apart, the
-    page cache that no program maps (files written or read once: binaries, logs, image layers), which the
-    kernel gives back when memory runs short, and which "in use" leaves out.
+    page cache that no program maps (what the playbooks wrote, logs, image layers, the parts of binaries no
+    program maps), which the kernel gives back when memory runs short, and which "in use" leaves out.
 
     `docker stats` shows the usage less the *inactive* page cache instead: a figure that depends on how often
     each cached page was read, not on what the programs use (a binary the copy module wrote and read back to
