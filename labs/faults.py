@@ -33,6 +33,7 @@ import yaml
 
 from labs.i18n import Text, _
 from labs.journal import Journal, record_path, restart, undo
+from labs.journal import taint as taint_op
 from labs.lab import LEADER_LEASES
 from labs.registry import LabError
 from labs.timing import wait_for
@@ -63,6 +64,8 @@ class Fault:
     reveal: str = ""
     reason: str = ""
     needs: Callable[[Lab], str | None] | None = None
+    # whether the fault breaks something on a worker (a cluster without workers, the single profile, cannot have it)
+    needs_workers: bool = True
 
     def reveal_for(self, lab: Lab) -> str:
         """The reveal on this cluster: a Text, English as a str (the record, the tests), shown translated."""
@@ -78,7 +81,7 @@ class Fault:
 
     def unfit(self, lab: Lab) -> str | None:
         """Why this cluster cannot have the fault (its check would skip, or there is no instance to break)."""
-        if not lab.workers:
+        if self.needs_workers and not lab.workers:
             return _("the cluster has no worker")
         return self.needs(lab) if self.needs else None
 
@@ -178,6 +181,12 @@ def stray_etcd(lab: Lab, journal: Journal, node: str) -> None:
                  "--listen-peer-urls http://127.0.0.1:23800 --listen-metrics-urls http://127.0.0.1:23810 "
                  ">/tmp/lab-stray-etcd.log 2>&1 < /dev/null &")
     wait_for(lambda: lab.sh(node, "ss -Hltn 'sport = :23790'", check=False), 30, _("the stray etcd to listen"))
+
+
+def taint_workload_node(lab: Lab, journal: Journal, node: str) -> None:
+    """The control-plane taint put on a control-plane node that takes workloads (the single profile)."""
+    journal.step("untaint", node=node, key=CP_TAINT, effect="NoSchedule")
+    taint_op(lab, node, CP_TAINT, "NoSchedule")
 
 
 def untaint(lab: Lab, journal: Journal, node: str) -> None:
@@ -358,6 +367,20 @@ def several_control_plane_nodes(lab: Lab) -> str | None:
                                  "three)").format(n=n)
 
 
+def control_plane_takes_workloads(lab: Lab) -> str | None:
+    """a control plane that takes workloads (PROFILE=single)"""
+    return None if lab.control_plane_workloads else _("it needs a control plane that takes workloads; this "
+                                                      "cluster's carries the control-plane taint (PROFILE=single "
+                                                      "takes workloads)")
+
+
+def control_plane_tainted(lab: Lab) -> str | None:
+    """a control plane that keeps workloads off (every profile but single)"""
+    return None if not lab.control_plane_workloads else _("it needs a control plane that keeps workloads off; this "
+                                                          "cluster's takes workloads (PROFILE=default keeps them "
+                                                          "off)")
+
+
 def external_etcd(lab: Lab) -> str | None:
     """etcd on machines of its own (PROFILE=external-etcd)"""
     return None if lab.external_etcd else _("it needs etcd on machines of its own; this cluster stacks etcd on the "
@@ -367,7 +390,9 @@ def external_etcd(lab: Lab) -> str | None:
 # what each of them asks of the cluster, as `lab break --list` says it
 REQUIREMENTS = {three_etcd_members: _("three etcd members (PROFILE=ha)"),
                 several_control_plane_nodes: _("several control-plane nodes (PROFILE=ha)"),
-                external_etcd: _("etcd on machines of its own (PROFILE=external-etcd)")}
+                external_etcd: _("etcd on machines of its own (PROFILE=external-etcd)"),
+                control_plane_takes_workloads: _("a control plane that takes workloads (PROFILE=single)"),
+                control_plane_tainted: _("a control plane that keeps workloads off (every profile but single)")}
 
 
 # --------------------------------------------------------------------------
@@ -395,7 +420,13 @@ CATALOGUE = [
           symptom=_("Ordinary pods might now be placed on a machine they are meant to stay off."),
           reveal=_("The {cp_taint}:NoSchedule taint was removed from {last_cp} (`kubectl describe node {last_cp}"
                    "`). `kubectl taint` puts it back."),
-          reason=r"{last_cp} lacks the NoSchedule taint"),
+          reason=r"{last_cp} lacks the NoSchedule taint", needs=control_plane_tainted),
+    Fault("C02-single", "C02", lambda lab, j: taint_workload_node(lab, j, lab.control_plane[-1]),
+          symptom=_("Ordinary pods might now be kept off the one machine that is meant to run them."),
+          reveal=_("{last_cp} takes workloads, yet now carries the {cp_taint}:NoSchedule taint (`kubectl describe "
+                   "node {last_cp}`). `kubectl taint node {last_cp} {cp_taint}:NoSchedule-` takes it off."),
+          reason=r"{last_cp} takes workloads, yet carries the taint", needs=control_plane_takes_workloads,
+          needs_workers=False),
     Fault("C03", "C03", lambda lab, j: masquerade(lab, j, lab.workers[-1], "kube-proxy"),
           symptom=_("`systemctl` says every component runs, yet on one node a component is not what it says it is."),
           reveal=_("On {last_worker}, kube-proxy.service is active but runs `/bin/sleep infinity`: a drop-in "

@@ -177,6 +177,16 @@ def taint(lab: Lab, node: str, key: str, effect: str) -> None:
     lab.core.patch_node(node, {"spec": {"taints": current + [{"key": key, "effect": effect}]}})
 
 
+@op("untaint", lambda node, key, effect: _("{node}: taint {key}:{effect} taken off").format(node=node, key=key,
+                                                                                             effect=effect))
+def untaint(lab: Lab, node: str, key: str, effect: str) -> None:
+    """Take a taint off a node (one it does not carry is fine)."""
+    current = [t.to_dict() for t in lab.core.read_node(node).spec.taints or []]
+    kept = [t for t in current if not (t.get("key") == key and t.get("effect") == effect)]
+    if kept != current:
+        lab.core.patch_node(node, {"spec": {"taints": kept}})
+
+
 DELETERS = {
     "ClusterRole": ("rbac", "delete_cluster_role"),
     "ClusterRoleBinding": ("rbac", "delete_cluster_role_binding"),

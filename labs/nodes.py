@@ -136,6 +136,18 @@ class NodeAccess:
         return self.groups.get("workers", [])
 
     @property
+    def control_plane_workloads(self) -> bool:
+        """Whether the control-plane nodes take workloads (no control-plane taint: the single profile), as the
+        settings say; an inventory of other machines: when it has no worker."""
+        return bool(self.setting("control_plane_workloads", not self.workers))
+
+    @property
+    def workload_nodes(self) -> list[str]:
+        """The nodes ordinary pods may land on: the workers, then the control-plane nodes where they take workloads
+        too (on the single profile, the one machine)."""
+        return self.workers + (self.control_plane if self.control_plane_workloads else [])
+
+    @property
     def nodes(self) -> list[str]:
         """The Kubernetes nodes: control plane and workers."""
         return self.groups["k8s_cluster"]

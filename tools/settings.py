@@ -194,8 +194,13 @@ def _check_profiles(profiles: dict, where: str) -> list[str]:
         elif cp > CP_MAX:
             out.append(f"{where}: {field}.control_plane: {cp} nodes do not fit in .{CP_FIRST}-.{CP_FIRST + CP_MAX - 1} "
                        f"of network.node_cidr (at most {CP_MAX})")
-        if workers < 1:
-            out.append(f"{where}: {field}.workers: {workers}: no worker; at least one is needed to run workloads")
+        workloads = counts.get("control_plane_workloads", workers == 0)
+        if workers < 0:
+            out.append(f"{where}: {field}.workers: {workers}: a count of worker nodes (0: the control plane takes "
+                       "the workloads)")
+        elif workers == 0 and not workloads:
+            out.append(f"{where}: {field}.workers: 0 with {field}.control_plane_workloads false: no node would run "
+                       "workloads; add workers, or let the control plane take them (control_plane_workloads: true)")
         elif workers > WORKER_MAX:
             out.append(f"{where}: {field}.workers: {workers} nodes do not fit in "
                        f".{WORKER_FIRST}-.{WORKER_FIRST + WORKER_MAX - 1} of network.node_cidr (at most {WORKER_MAX})")
@@ -407,9 +412,13 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
     # etcd runs on every control-plane node (stacked), or on machines of its own that are not Kubernetes nodes
     # (no kubelet, no pod range): role etcd, e1, e2, ...
     external_etcd = counts.get("etcd", 0)
+    # The control plane takes workloads (no NoSchedule taint) when the profile says so, and always without workers:
+    # the course's small installation, where "control-plane nodes can also be worker nodes".
+    cp_workloads = counts.get("control_plane_workloads", counts["workers"] == 0)
     nodes = [
         {"name": f"{short}{i + 1}", "role": role, "ip": str(base + first + i),
          "etcd": role == "etcd" or (role == "control_plane" and not external_etcd),
+         "workloads": role == "worker" or (role == "control_plane" and cp_workloads),
          "pod_cidr": str(next(pod_subnets)) if role != "etcd" else None}
         for role, short, first, count in (("control_plane", "cp", CP_FIRST, counts["control_plane"]),
                                           ("worker", "w", WORKER_FIRST, counts["workers"]),
@@ -423,6 +432,7 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
     return {
         **doc,
         "profile": profile,
+        "control_plane_workloads": cp_workloads,
         "provider": choice.provider,
         # How the machines run: kvm or emulation (libvirt), hardware (virtualbox), container (docker).
         "accel": choice.accel,

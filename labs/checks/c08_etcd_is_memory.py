@@ -45,7 +45,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         error = wait_for(lambda: lab.api_writes(ns, "during"), THREE_WRITE_ATTEMPTS,
                          _("API writes to fail without etcd"), 2)
         ev.expect(True, _("with etcd stopped an API write fails: {error}").format(error=error))
-        answer = ask_pod(lab, lab.workers[-1], ip, "pod=web")
+        answer = ask_pod(lab, lab.workload_nodes[-1], ip, "pod=web")
         ev.expect(answer.startswith("pod=web"),
                   _("the running pod on {node} still answers: {answer}").format(node=node, answer=answer),
                   _("the pod did not answer while etcd was down: {answer!r}").format(answer=answer))

@@ -45,7 +45,7 @@ def run(lab: Lab, ev: Evidence) -> None:
     loss = EPISODES.node_loss
     if loss and seen_all(loss):
         return from_record(loss, ev)
-    worker = lab.workers[-1]
+    worker = lab.workload_nodes[-1]
     grace = lab.node_monitor_grace()
     ev.add(_("kube-controller-manager --node-monitor-grace-period: {grace:.0f}s").format(grace=grace))
     ev.expect(node_ready(lab, worker) == "True", _("{worker} is Ready").format(worker=worker))

@@ -34,7 +34,7 @@ from labs.timing import wait_for
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C17") as ns:
-        names = {target: f"bound-{i}" for i, target in enumerate(lab.workers)}
+        names = {target: f"bound-{i}" for i, target in enumerate(lab.workload_nodes)}
         for target, name in names.items():
             lab.core.create_namespaced_pod(ns, pod_manifest(name, test_image(), nodeName=target))
         for target, name in names.items():

@@ -42,13 +42,18 @@ def status_of(call) -> int:
         _("*GET Secret other -> 200*: the Node authorizer is off (`--authorization-mode` without `Node`) and RBAC "
           "gives `system:nodes` more, e.g. a ClusterRoleBinding of `system:node` to the group."),
         _("*PATCH Node w2 -> 200*: NodeRestriction is not enabled (`--enable-admission-plugins`)."),
+        _("*POST Node … -> 200*: on a one-machine cluster the kubelet tried to create another Node, and could: "
+          "NodeRestriction is not enabled (`--enable-admission-plugins`)."),
         _("*its own Node -> 401*: the kubelet's certificate is not signed by the API server's `--client-ca-file`."),
         _("*CN=…, O=…* other than `system:node:<name>` / `system:nodes`: the kubelet runs with another identity and "
           "the Node authorizer does not recognise it."),
     ],
 )
 def run(lab: Lab, ev: Evidence) -> None:
-    node, other = lab.workers[0], lab.workers[-1] if len(lab.workers) > 1 else lab.control_plane[0]
+    node = lab.workload_nodes[0]
+    # Another Node to try to change: a second node of the cluster; a one-machine cluster has none, so the kubelet
+    # tries to create one (NodeRestriction refuses both: a kubelet may only write its own Node).
+    other = next((n for n in lab.workload_nodes + lab.control_plane if n != node), None)
     user = yaml.safe_load(lab.sh(node, f"cat {lab.unit_arg(node, 'kubelet', 'kubeconfig')}"))["users"][0]["user"]
     pem = {k: base64.b64decode(user[f"{k}-data"]) for k in ("client-certificate", "client-key")}
     cert = x509.load_pem_x509_certificate(pem["client-certificate"])
@@ -86,9 +91,18 @@ def run(lab: Lab, ev: Evidence) -> None:
                   _("GET Secret {ns}/other (no pod on {node} uses it) -> {status}").format(
                       ns=ns, node=node, status=got),
                   _("GET Secret other -> {status}, expected 403").format(status=got))
-        got = status_of(lambda: kubelet.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": "x"}}}))
-        if got != 403:  # the claim does not hold: take the label back off
-            lab.core.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": None}}})
-        ev.expect(got == 403,
-                  _("PATCH Node {other} (another node) -> {status}").format(other=other, status=got),
-                  _("PATCH Node {other} -> {status}").format(other=other, status=got))
+        if other:
+            got = status_of(lambda: kubelet.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": "x"}}}))
+            if got != 403:  # the claim does not hold: take the label back off
+                lab.core.patch_node(other, {"metadata": {"labels": {"k8s-arch-lab/c20": None}}})
+            ev.expect(got == 403,
+                      _("PATCH Node {other} (another node) -> {status}").format(other=other, status=got),
+                      _("PATCH Node {other} -> {status}").format(other=other, status=got))
+        else:
+            other = f"{ns}-phantom"
+            got = status_of(lambda: kubelet.create_node({"metadata": {"name": other}}))
+            if got != 403:  # the claim does not hold: the kubelet made another Node; take it away
+                status_of(lambda: lab.core.delete_node(other))
+            ev.expect(got == 403,
+                      _("POST Node {other} (a Node that is not its own) -> {status}").format(other=other, status=got),
+                      _("POST Node {other} -> {status}").format(other=other, status=got))

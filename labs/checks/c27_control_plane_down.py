@@ -55,7 +55,7 @@ def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C27") as ns:
         pod = run_pod(lab, ns, echo_pod("survivor"))  # running and answering (its readiness probe)
         ev.step(_("pod survivor runs on {node}").format(node=pod.spec.node_name))
-        worker = next((w for w in lab.workers if w != pod.spec.node_name), pod.spec.node_name)
+        worker = next((w for w in lab.workload_nodes if w != pod.spec.node_name), pod.spec.node_name)
         kubeconfig = yaml.safe_load(lab.sh(worker, f"cat {lab.unit_arg(worker, 'kubelet', 'kubeconfig')}"))
         server = urlsplit(kubeconfig["clusters"][0]["cluster"]["server"])
         address = f"{server.hostname}:{server.port or 443}"

@@ -62,7 +62,7 @@ def ask(url: str) -> str:
 )
 def run(lab: Lab, ev: Evidence) -> None:
     with lab.namespace("C30") as ns:
-        backends = run_deployment(lab, ns, "web", len(lab.workers), spread=True)
+        backends = run_deployment(lab, ns, "web", len(lab.workload_nodes), spread=True)
         names = {p.metadata.name for p in backends}
         ev.add(_("backends: {pods}").format(pods=", ".join(f"{p.metadata.name}@{p.spec.node_name}" for p in backends)))
         svc = lab.core.create_namespaced_service(ns, {"metadata": {"name": "web"}, "spec": {

@@ -3,11 +3,11 @@
 Tests ask for a profile with `cluster_up("ha")`; the session brings that
 profile up once (tearing down another one first) and destroys it at the end.
 
-The default profile is brought up with the API server's port and the Service
-range moved away from settings.yml's (MOVED: a settings file of its own,
-K8S_LAB_SETTINGS), so that every default-profile test, the lab checks
-included, also proves that the layers take those values from the settings
-alone; the ha profile keeps the shipped settings.
+The default and single profiles are brought up with the API server's port and
+the Service range moved away from settings.yml's (MOVED: a settings file of
+its own, K8S_LAB_SETTINGS), so that every test of those profiles, the lab
+checks included, also proves that the layers take those values from the
+settings alone; the ha profile keeps the shipped settings.
 
 K8S_LAB_E2E_REUSE=ha (or default) uses the cluster of that profile that is
 already running, as `make up PROFILE=ha` left it, and leaves it running: for
@@ -26,13 +26,14 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-# The default profile's settings differ from settings.yml in these (network.*) values.
+# The default and single profiles' settings differ from settings.yml in these (network.*) values.
 MOVED = {"api_server_port": 7443, "service_cidr": "10.112.0.0/16"}
+MOVED_PROFILES = ("default", "single")
 
 
 def use_settings(profile: str) -> None:
     """Point this session (and the make/lab commands it runs) at the settings the profile is tested with."""
-    if profile != "default":
+    if profile not in MOVED_PROFILES:
         os.environ.pop("K8S_LAB_SETTINGS", None)
         return
     doc = yaml.safe_load((ROOT / "settings.yml").read_text())

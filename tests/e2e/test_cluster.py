@@ -1,6 +1,13 @@
 """End to end: the whole cluster on the docker provider from the offline
-artifact cache, for both profiles: every node Ready, every kube-system pod
-Running, the smoke playbook passes, and a second provision changes nothing.
+artifact cache: every node Ready, every kube-system pod Running, the smoke
+playbook passes, and a second provision changes nothing.
+
+`make test` (CI) runs the single profile (one machine, the small
+installation; with its settings moved, conftest.MOVED) and ha (three
+control-plane nodes, two workers). The default profile (one control-plane
+node and two workers) lies between the two: what it has, one of them has too,
+and `make test-vm` runs it end to end on VMs; `make test-labs`
+(K8S_LAB_LABS_FULL=1) adds it here, with its settings moved as well.
 
 One cluster per profile, shared by every test of that profile."""
 
@@ -14,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MOVED, lab_check, make
+from conftest import MOVED, MOVED_PROFILES, lab_check, make
 
 from labs.registry import load_checks
 from tools import artifacts as A
@@ -39,7 +46,11 @@ def kubectl(*args: str) -> str:
                           text=True, check=True, timeout=60).stdout
 
 
-@pytest.fixture(scope="module", params=["default", "ha"])
+PROFILES = ["single", "ha"] + (["default"] if os.environ.get("K8S_LAB_LABS_FULL") == "1" else [])
+NODES = {"single": ["cp1"], "default": ["cp1", "w1", "w2"], "ha": ["cp1", "cp2", "cp3", "w1", "w2"]}
+
+
+@pytest.fixture(scope="module", params=PROFILES)
 def cluster(request, cluster_up):
     return request.param, cluster_up(request.param)
 
@@ -50,8 +61,7 @@ def test_all_nodes_ready_and_system_pods_running(cluster):
         assert not [h for h, r in recap(up.stdout).items() if r["failed"] or r["unreachable"]], up.stdout[-4000:]
     nodes = json.loads(kubectl("get", "nodes", "-o", "json"))["items"]
     names = sorted(n["metadata"]["name"] for n in nodes)
-    expected = ["cp1", "w1", "w2"] if profile == "default" else ["cp1", "cp2", "cp3", "w1", "w2"]
-    assert names == expected
+    assert names == NODES[profile]
     for node in nodes:
         ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
         assert ready == "True", f"{node['metadata']['name']} not Ready"
@@ -61,13 +71,13 @@ def test_all_nodes_ready_and_system_pods_running(cluster):
     print(kubectl("get", "nodes", "-o", "wide"))
 
 
-def test_default_profile_runs_where_its_settings_moved_it(cluster):
-    """The default profile is up with another API server port and Service range than settings.yml's
+def test_a_moved_profile_runs_where_its_settings_moved_it(cluster):
+    """The single and default profiles are up with another API server port and Service range than settings.yml's
     (conftest.MOVED): every layer took them from the settings, and every other test of the profile (smoke,
     idempotence, the lab checks) runs on that moved cluster."""
     profile, up = cluster
-    if profile != "default" or up is None:
-        pytest.skip("only the default profile is moved (and not a reused cluster)")
+    if profile not in MOVED_PROFILES or up is None:
+        pytest.skip("only the single and default profiles are moved (and not a reused cluster)")
     config = json.loads(kubectl("config", "view", "--raw", "-o", "json"))
     assert config["clusters"][0]["cluster"]["server"] == f"https://192.168.56.11:{MOVED['api_server_port']}"
     service = json.loads(kubectl("get", "service", "kubernetes", "-o", "json"))
@@ -90,12 +100,13 @@ def test_pods_reach_the_nodes_name_server(cluster):
     from labs.kube import test_image
     from labs.nodes import published_settings
 
+    profile, _ = cluster
     cluster_name = published_settings(ROOT / "inventory")["cluster_name"]  # the node containers are named after it
     pod = "dns-outside"
     kubectl("run", pod, f"--image={test_image()}", "--restart=Never", "--command", "--", "sleep", "300")
     try:
         kubectl("wait", "--for=condition=Ready", f"pod/{pod}", "--timeout=90s")
-        for node in ("cp1", "w1"):
+        for node in sorted({NODES[profile][0], NODES[profile][-1]}):
             name = f"{cluster_name}-{node}."
             node_ip = kubectl("get", "node", node, "-o",
                               "jsonpath={.status.addresses[?(@.type=='InternalIP')].address}")
@@ -133,10 +144,11 @@ def test_an_address_of_the_service_range_no_service_serves_is_refused_on_the_nod
 
 def test_the_cis_benchmark_finds_no_failure(cluster):
     """`make cis` (kube-bench on every machine and the policies from the control host): no FAIL (its exit status),
-    on the default profile; docs/security.md gives the ha figures and every remaining WARN with its reason."""
+    on the moved profile with one control-plane node (single in CI, default with K8S_LAB_LABS_FULL); docs/security.md
+    gives the ha figures and every remaining WARN with its reason."""
     profile, _ = cluster
-    if profile != "default":
-        pytest.skip("CI runs the benchmark on the default profile (`make cis` on ha: docs/security.md)")
+    if profile not in MOVED_PROFILES:
+        pytest.skip("CI runs the benchmark on the single profile (`make cis` on ha: docs/security.md)")
     proc = make("cis", profile, timeout=900, check=False)
     summary = (state_dir() / "cis" / "summary.md").read_text()
     print(summary.split("\n## ")[0])
@@ -169,30 +181,56 @@ def changed_tasks(output: str) -> list[str]:
 # Disruptive checks whose run on the default profile repeats the ha run's step for step: those that only touch a
 # worker, which both profiles have alike (w1, w2), and those that stop a component on every control-plane node and
 # look at nothing else of the control plane (the scheduler: C10, C11's scheduler configuration; the controller
-# manager: C13). test_labs.py runs them on ha, so `make test` leaves them out here (CI's 45 minutes); `make
-# test-labs` runs them on both profiles. The default run keeps the disruptive checks that meet the single control
-# plane (C08: its only etcd member; C27: its only API server).
+# manager: C13). test_labs.py runs them on ha, so the default run leaves them out unless K8S_LAB_LABS_FULL (`make
+# test-labs` runs them on every profile). The default run keeps the disruptive checks that meet the single control
+# plane (C08: its only etcd member; C27: its only API server). On single none is left out: there C14, C25 and C27
+# stop the kubelet, kube-proxy and the control plane of the one machine that runs everything, which no other
+# profile does.
 SAME_ON_BOTH = ("C10", "C11", "C13", "C14", "C25", "C29")
+# What skips where, each with its reason: one etcd member, one API server, etcd stacked; on single also the checks
+# that need two workers (C11's cordon and taint legs, C26 across nodes, C29 a node lost and one to take its pods).
+SKIPPED = {"default": ["C09", "C28", "C31"], "single": ["C09", "C11", "C26", "C28", "C29", "C31"]}
 
 
 @pytest.mark.labs
-def test_lab_checks_on_the_default_profile(cluster, tmp_path):
-    """One control-plane node: the checks that need three etcd members or several API servers (C09, C28), or etcd
-    on machines of its own (C31), skip and say why; every other check passes, the disruptive ones included (those
-    whose run here repeats ha's, SAME_ON_BOTH, with `make test-labs` only). (The ha profile's run is in
-    test_labs.py, with the falsification tests.)"""
+def test_lab_checks_on_a_profile_with_one_control_plane_node(cluster, tmp_path):
+    """One control-plane node (single, default): the checks that need three etcd members or several API servers
+    (C09, C28), etcd on machines of its own (C31), or on single two workers, skip and say why; every other check
+    passes, the disruptive ones included (on default those whose run repeats ha's, SAME_ON_BOTH, with `make
+    test-labs` only). (The ha profile's run is in test_labs.py, with the falsification tests.)"""
     profile, _ = cluster
-    if profile != "default":
+    if profile not in SKIPPED:
         pytest.skip("the ha profile's lab checks run in test_labs.py")
     report = tmp_path / "report.json"
-    if os.environ.get("K8S_LAB_LABS_FULL") == "1":
+    if profile == "single" or os.environ.get("K8S_LAB_LABS_FULL") == "1":
         rc, out = lab_check("--all", "--json", str(report))
     else:
         rc, out = lab_check(*[c for c in load_checks() if c not in SAME_ON_BOTH], "--json", str(report))
     results = {r["id"]: r for r in json.loads(report.read_text())}
     skipped = {i: r["message"] for i, r in results.items() if r["status"] == "skipped"}
-    assert sorted(skipped) == ["C09", "C28", "C31"], skipped
+    assert sorted(skipped) == SKIPPED[profile], skipped
     assert all(skipped.values()), f"a skip without its reason: {skipped}"
     bad = {i: r["message"] for i, r in results.items() if r["status"] not in ("passed", "skipped")}
     assert not bad, bad
     assert rc == 0, out[-3000:]
+
+
+@pytest.mark.labs
+def test_c02_fails_on_single_while_its_one_machine_carries_the_taint(cluster):
+    """The small installation's claim made false: the control-plane taint on the one machine that should take the
+    workloads (the C02-single fault, as `lab break C02` puts it in); C02 fails naming it, and the taint comes off
+    again whatever happens."""
+    profile, _ = cluster
+    if profile != "single":
+        pytest.skip("the single profile's own falsification (the others': test_labs.py)")
+    from labs.faults import FAULTS, broken
+    from labs.lab import Lab
+
+    lab = Lab()
+    fault = FAULTS["C02-single"]
+    assert fault.unfit(lab) is None
+    with broken(lab, fault):
+        rc, out = lab_check("C02")
+    assert rc != 0 and re.search(fault.reason_for(lab), out), out[-3000:]
+    taints = [t.key for t in lab.core.read_node("cp1").spec.taints or []]
+    assert "node-role.kubernetes.io/control-plane" not in taints, taints

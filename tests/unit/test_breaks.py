@@ -100,14 +100,20 @@ class Cluster:
     workers = ["w1", "w2"]
     server = f"https://{VIP}:8443"
 
-    def __init__(self, control_plane: list[str] | None = None) -> None:
+    control_plane_workloads = False
+
+    def __init__(self, control_plane: list[str] | None = None, workers: list[str] | None = None,
+                 workloads: bool = False) -> None:
         if control_plane:
             self.control_plane = control_plane
+        if workers is not None:
+            self.workers = workers
+        self.control_plane_workloads = workloads  # the single profile: the control plane takes workloads, untainted
         self.files = {n: dict(CONFIGS) for n in self.nodes}
         self.stopped: set[tuple[str, str]] = set()
         self.processes: set[tuple[str, str]] = set()
-        self.taints = {n: [("node-role.kubernetes.io/control-plane", "NoSchedule")] if n in self.control_plane
-                       else [] for n in self.nodes}
+        self.taints = {n: [("node-role.kubernetes.io/control-plane", "NoSchedule")]
+                       if n in self.control_plane and not workloads else [] for n in self.nodes}
         self.objects: set[tuple[str, str]] = set()
         self.log: list[tuple] = []
         self.unreachable: set[str] = set()
@@ -234,7 +240,7 @@ def undoes(change: tuple, step: dict) -> bool:
     if kind == "api":
         verb, *what = rest[0].split()
         if verb == "patch":
-            return step["op"] == "taint" and step["node"] == what[-1]
+            return step["op"] in ("taint", "untaint") and step["node"] == what[-1]
         names = {"cluster_role": "ClusterRole", "cluster_role_binding": "ClusterRoleBinding", "namespace": "Namespace",
                  "validating_admission_policy": "ValidatingAdmissionPolicy",
                  "validating_admission_policy_binding": "ValidatingAdmissionPolicyBinding"}
@@ -333,6 +339,9 @@ def test_each_change_is_recorded_before_it_is_made_and_undone_twice_is_undone_on
     cluster = Cluster()
     if fault.unfit(cluster):
         cluster.external_etcd = ["e1"]  # C31: the model's control plane as if etcd ran elsewhere
+    if fault.unfit(cluster):
+        cluster = Cluster(["cp1"], workers=[], workloads=True)  # C02-single: one machine, the whole cluster
+    assert not fault.unfit(cluster), fault.id
     before = cluster.state()
     Recording.cluster = cluster
     journal = Recording.begin(record_path(), fault.id, fault.check, fault.symptom, fault.reveal_for(cluster))
@@ -513,7 +522,11 @@ def test_a_fault_the_cluster_cannot_have_is_refused(state):
         exercises.cmd_break(lambda: default, "C09", False)
     assert Journal.load() is None
     fitting = {f.id for f in exercises.candidates(None, True) if not f.unfit(default)}  # what --random picks from
-    assert fitting == set(FAULTS) - {"C09", "C28", "C31"}
+    assert fitting == set(FAULTS) - {"C09", "C28", "C31", "C02-single"}
+    single = Cluster(["cp1"], workers=[], workloads=True)
+    with pytest.raises(LabError, match="C16: the cluster has no worker"):
+        exercises.cmd_break(lambda: single, "C16", False)
+    assert {f.id for f in exercises.candidates(None, True) if not f.unfit(single)} == {"C02-single"}
 
 
 def test_a_break_that_fails_half_way_is_taken_out_again(state):
@@ -702,6 +715,7 @@ def test_fill_leaves_other_braces_alone():
 HA_REASONS = {
     "C01": r"w2 \(worker\) runs control-plane components: pid \d+ /usr/local/sbin/lab-stray/etcd",
     "C02": r"cp3 lacks the NoSchedule taint",
+    "C02-single": r"cp3 takes workloads, yet carries the taint",
     "C03": r"w2: kube-proxy.service is active, its main process pid \d+ /\S*sleep",
     "C04": r"cp1: .* -> etcd .* is held by pid \d+ /usr/local/sbin/rogue-client",
     "C04-member": r"etcd cp3 answered a client without a certificate",

@@ -250,9 +250,33 @@ def test_even_etcd_member_count(tmp_path):
     assert "profiles.ha.control_plane" in msg and "even etcd member count" in msg
 
 
-def test_no_worker(tmp_path):
-    msg = problems(tmp_path, lambda s: s["profiles"]["default"].update(workers=0))
-    assert "profiles.default.workers" in msg and "no worker" in msg
+def test_single_profile_resolves():
+    """One machine: the whole control plane, etcd, and the workloads (no control-plane taint)."""
+    s = S.load(profile="single")
+    assert [(n["name"], n["role"], n["etcd"], n["workloads"]) for n in s["nodes"]] == [
+        ("cp1", "control_plane", True, True)]
+    assert s["control_plane_workloads"] is True
+
+
+def test_the_control_plane_takes_workloads_only_where_asked_or_without_workers():
+    assert S.load(profile="default")["control_plane_workloads"] is False
+    assert [n["workloads"] for n in S.load(profile="default")["nodes"]] == [False, True, True]
+
+
+def test_control_plane_workloads_beside_workers(tmp_path):
+    s = load_modified(tmp_path, lambda s: s["profiles"]["default"].update(control_plane_workloads=True))
+    assert s["control_plane_workloads"] is True and all(n["workloads"] for n in s["nodes"])
+
+
+def test_no_node_for_the_workloads(tmp_path):
+    msg = problems(tmp_path, lambda s: s["profiles"]["default"].update(workers=0, control_plane_workloads=False))
+    assert "profiles.default.workers: 0 with profiles.default.control_plane_workloads false" in msg
+    assert "no node would run workloads" in msg
+
+
+def test_a_negative_worker_count(tmp_path):
+    msg = problems(tmp_path, lambda s: s["profiles"]["default"].update(workers=-1))
+    assert "profiles.default.workers" in msg
 
 
 def test_too_many_nodes_for_the_node_addresses(tmp_path):
@@ -425,6 +449,15 @@ def test_inventory_of_an_external_etcd():
     assert inv["etcd"]["hosts"] == ["e1", "e2", "e3"]
     assert inv["control_plane"]["hosts"] == ["cp1", "cp2"]
     assert inv["_meta"]["hostvars"]["e1"]["lab_node_role"] == "etcd"
+
+
+def test_inventory_of_one_machine():
+    proc = run(str(INVENTORY), "--list", env={"K8S_LAB_PROFILE": "single"})
+    assert proc.returncode == 0, proc.stderr
+    inv = json.loads(proc.stdout)
+    assert inv["control_plane"]["hosts"] == ["cp1"] and inv["etcd"]["hosts"] == ["cp1"]
+    assert not inv.get("workers", {}).get("hosts")
+    assert inv["all"]["vars"]["lab_settings"]["control_plane_workloads"] is True
 
 
 def test_inventory_host():

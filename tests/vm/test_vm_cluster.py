@@ -1,10 +1,16 @@
-"""The default profile on real VMs (libvirt), end to end, as a learner runs it: `make up PROVIDER=libvirt`
-with the lab's own box, every node Ready, the VM path taken by the roles (cgroup v2 and the systemd driver,
-kernel modules loaded, swap off), the smoke playbook, `lab check --all` (only C09, C28 and C31 skip), a second
-provision that changes nothing, and `make down` leaving no domain, disk or network behind.
+"""A profile on real VMs (libvirt), end to end, as a learner runs it: `make up PROVIDER=libvirt` with the lab's own
+box, every node Ready, the VM path taken by the roles (cgroup v2 and the systemd driver, kernel modules loaded, swap
+off), the smoke playbook, the lab checks, a second provision that changes nothing, and `make down` leaving no
+domain, disk or network behind.
 
-`make test-vm` runs it (not part of `make test`: under software emulation it takes an hour and more). Each
-phase's duration is printed and written to .lab/test-vm-times.json.
+Two runs, chosen by K8S_LAB_TEST_VM:
+- `single` (`make test`, CI): the single profile, one VM that is the whole cluster, and `lab check
+  --no-disruptive` (only C26 and C31 skip): about a quarter of an hour under emulation, the VM path on every change;
+- `1` or `default` (`make test-vm`): the default profile's three VMs and `lab check --all` (only C09, C28 and C31
+  skip): half an hour to an hour under emulation.
+
+Each phase's duration is printed and written to .lab/test-vm-times.json (`make test` keeps it in the cache's
+reports/ as well). Every command is bounded (RUNS' timeouts).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -21,8 +28,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDER = "libvirt"
-PROFILE = "default"
-SKIPPED_ON_DEFAULT = {"C09", "C28", "C31"}  # one etcd member, one API server, etcd stacked
+# What each run brings up, the nodes it has, the `lab check` arguments, the checks that skip (each with its reason),
+# and the bounds of its commands (s).
+RUNS = {
+    "default": {"profile": "default", "nodes": ["cp1", "w1", "w2"], "checks": ["--all"],
+                "skipped": {"C09", "C28", "C31"},  # one etcd member, one API server, etcd stacked
+                "timeouts": {"up": 3 * 3600, "smoke": 3600, "checks": 4 * 3600, "provision": 4 * 3600}},
+    "single": {"profile": "single", "nodes": ["cp1"], "checks": ["--no-disruptive"],
+               "skipped": {"C26", "C31"},  # one machine: no second node to cross; etcd stacked
+               "timeouts": {"up": 1800, "smoke": 600, "checks": 1500, "provision": 900}},
+}
+RUN = RUNS["default" if os.environ.get("K8S_LAB_TEST_VM", "1") in ("1", "default") else
+           os.environ["K8S_LAB_TEST_VM"]]
+PROFILE = RUN["profile"]
 TIMES: dict[str, float] = {}
 TIMES_FILE = ROOT / ".lab" / "test-vm-times.json"
 
@@ -106,7 +124,7 @@ def cluster():
     run(["make", "--no-print-directory", "down"], 1800)
     timed("box", ["make", "--no-print-directory", "box"], 1800)
     started = time.monotonic()
-    rc, out = run(["make", "--no-print-directory", "up"], 3 * 3600,
+    rc, out = run(["make", "--no-print-directory", "up"], RUN["timeouts"]["up"],
                   marks={"vms_up": r"Running provisioner: cluster", "provisioned": r"PLAY RECAP"})
     total = time.monotonic() - started
     TIMES["up_total"] = total
@@ -117,7 +135,11 @@ def cluster():
         yield name
     finally:
         TIMES_FILE.parent.mkdir(parents=True, exist_ok=True)
-        TIMES_FILE.write_text(json.dumps(TIMES, indent=2) + "\n")
+        TIMES_FILE.write_text(json.dumps({"profile": PROFILE, **TIMES}, indent=2) + "\n")
+        reports = Path(os.environ["K8S_LAB_REPORTS"]) if os.environ.get("K8S_LAB_REPORTS") else None
+        if reports and reports.is_dir():
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            shutil.copy(TIMES_FILE, reports / f"test-vm-{PROFILE}-{stamp}.json")
         print("phase times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in TIMES.items()))
         run(["make", "--no-print-directory", "down"], 1800)
 
@@ -136,7 +158,7 @@ def test_every_node_ready_and_the_vm_path_taken(cluster):
     api = client.CoreV1Api(config.new_client_from_config(str(ROOT / ".lab" / "admin.kubeconfig")))
     nodes = api.list_node().items
     ready = {n.metadata.name: next(c.status for c in n.status.conditions if c.type == "Ready") for n in nodes}
-    assert ready == {"cp1": "True", "w1": "True", "w2": "True"}
+    assert ready == dict.fromkeys(RUN["nodes"], "True")
     for node in ready:
         facts = ssh(node, "stat -fc %T /sys/fs/cgroup; "
                           "sed -n 's/^cgroupDriver: *//p' /var/lib/kubelet/config.yaml; "
@@ -153,25 +175,26 @@ def test_every_node_ready_and_the_vm_path_taken(cluster):
 
 
 def test_smoke(cluster):
-    timed("smoke", ["make", "--no-print-directory", "smoke"], 3600)
+    timed("smoke", ["make", "--no-print-directory", "smoke"], RUN["timeouts"]["smoke"])
 
 
 def test_lab_checks(cluster):
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "labs.cli", "check", "--all", "--json",
+    proc = subprocess.run([sys.executable, "-m", "labs.cli", "check", *RUN["checks"], "--json",
                            str(ROOT / ".lab" / "test-vm-report.json")], cwd=ROOT, env=env(), capture_output=True,
-                          text=True, timeout=4 * 3600, check=False)
-    TIMES["lab_check_all"] = time.monotonic() - started
+                          text=True, timeout=RUN["timeouts"]["checks"], check=False)
+    TIMES["lab_check" + RUN["checks"][0].replace("-", "_")[1:]] = time.monotonic() - started
     print(proc.stdout[-20000:], proc.stderr[-3000:])
     results = json.loads((ROOT / ".lab" / "test-vm-report.json").read_text())
     verdicts = {r["id"]: r["status"] for r in results}
-    assert {c for c, s in verdicts.items() if s == "skipped"} == SKIPPED_ON_DEFAULT, verdicts
+    assert {c for c, s in verdicts.items() if s == "skipped"} == RUN["skipped"], verdicts
+    assert all(r["message"] for r in results if r["status"] == "skipped"), results
     assert {c for c, s in verdicts.items() if s not in ("passed", "skipped")} == set(), verdicts
     assert proc.returncode == 0
 
 
 def test_second_provision_changes_nothing(cluster):
-    out = timed("reprovision", ["make", "--no-print-directory", "provision"], 4 * 3600)
+    out = timed("reprovision", ["make", "--no-print-directory", "provision"], RUN["timeouts"]["provision"])
     recap = out[out.rindex("PLAY RECAP"):]
     changed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s*:.*changed=(\d+)", recap, re.M)}
     assert changed and not any(changed.values()), recap
