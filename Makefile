@@ -8,6 +8,9 @@ export PATH := $(VENV)/bin:/usr/local/go/bin:$(PATH)
 # Where `make artifacts` takes what the cache lacks: auto | cache | mirror | upstream | build (README, Offline artifacts).
 SOURCE      ?= auto
 PYTEST_ARGS ?=
+# The VM run of `make test` (tests/vm, last): single (one libvirt VM, the CI default), default (three VMs, as make
+# test-vm), or empty for none.
+VM_TEST     ?= single
 # make up PROFILE=ha PROVIDER=docker (defaults: settings.yml)
 PROFILE     ?=
 PROVIDER    ?=
@@ -51,14 +54,17 @@ unit: deps ## unit tests of pure logic
 integration: deps artifacts node-image ## tests on real node containers
 	@$(VENV)/bin/pytest -q -m integration tests/integration $(PYTEST_ARGS)
 
-test: deps test-tools artifacts node-image lint ## the whole test suite (what CI runs); each test's time kept in the cache's reports/
+test: deps test-tools artifacts node-image lint ## the whole test suite (what CI runs), the single profile on a libvirt VM last (VM_TEST=single; empty: none); each test's time kept in the cache's reports/
+	@if [ -n "$(VM_TEST)" ]; then $(MAKE) --no-print-directory deps PROVIDER=libvirt && \
+		$(MAKE) --no-print-directory box; fi
 	@reports=$$($(PY) -m tools.locations cache)/reports; mkdir -p "$$reports"; \
+		K8S_LAB_TEST_VM="$(VM_TEST)" K8S_LAB_REPORTS="$$reports" \
 		$(VENV)/bin/pytest tests --durations=30 --junitxml="$$reports/make-test-$$(date -u +%Y%m%dT%H%M%SZ).xml" $(PYTEST_ARGS)
 
 test-labs: deps artifacts node-image ## the lab checks on both profiles (all of them on each), the disruptive ones twice in a row on ha, falsification and restore tests (ha)
 	@K8S_LAB_LABS_FULL=1 $(VENV)/bin/pytest tests/e2e -m labs $(PYTEST_ARGS)
 
-test-vm: ## the default profile on libvirt VMs, end to end (not in CI: an hour and more under emulation)
+test-vm: ## the default profile on libvirt VMs, end to end, every check (not in CI: half an hour to an hour under emulation)
 	@$(MAKE) --no-print-directory deps PROVIDER=libvirt
 	@$(MAKE) --no-print-directory artifacts box
 	@K8S_LAB_TEST_VM=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/vm $(PYTEST_ARGS)
