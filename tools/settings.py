@@ -171,6 +171,12 @@ def _schema_problems(doc: dict, where: str, problems: list[str]) -> set[str]:
     return bad
 
 
+def control_plane_workloads(counts: dict) -> bool:
+    """Whether a profile's control plane takes workloads (no NoSchedule taint): as it says, and by default when it
+    has no workers: the course's small installation, where "control-plane nodes can also be worker nodes"."""
+    return counts.get("control_plane_workloads", counts.get("workers") == 0)
+
+
 def _check_profiles(profiles: dict, where: str) -> list[str]:
     out = []
     for name, counts in profiles.items():
@@ -194,7 +200,7 @@ def _check_profiles(profiles: dict, where: str) -> list[str]:
         elif cp > CP_MAX:
             out.append(f"{where}: {field}.control_plane: {cp} nodes do not fit in .{CP_FIRST}-.{CP_FIRST + CP_MAX - 1} "
                        f"of network.node_cidr (at most {CP_MAX})")
-        workloads = counts.get("control_plane_workloads", workers == 0)
+        workloads = control_plane_workloads(counts)
         if workers < 0:
             out.append(f"{where}: {field}.workers: {workers}: a count of worker nodes (0: the control plane takes "
                        "the workloads)")
@@ -412,9 +418,7 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
     # etcd runs on every control-plane node (stacked), or on machines of its own that are not Kubernetes nodes
     # (no kubelet, no pod range): role etcd, e1, e2, ...
     external_etcd = counts.get("etcd", 0)
-    # The control plane takes workloads (no NoSchedule taint) when the profile says so, and always without workers:
-    # the course's small installation, where "control-plane nodes can also be worker nodes".
-    cp_workloads = counts.get("control_plane_workloads", counts["workers"] == 0)
+    cp_workloads = control_plane_workloads(counts)
     nodes = [
         {"name": f"{short}{i + 1}", "role": role, "ip": str(base + first + i),
          "etcd": role == "etcd" or (role == "control_plane" and not external_etcd),
