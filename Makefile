@@ -22,7 +22,7 @@ ifdef K8S_LAB_STATE_DIR
 export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
 endif
 
-.PHONY: help deps test-tools artifacts node-image box settings up down provision smoke repair status stop start check cis conformance rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
+.PHONY: help deps test-tools artifacts artifacts-runtimes test-runtimes node-image box settings up down provision smoke repair status stop start check cis conformance rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -33,6 +33,14 @@ deps: ## install host packages, .venv and Go when missing, start Docker; PROVIDE
 artifacts: deps ## fill the artifact cache (python3 -m tools.locations cache); SOURCE=auto|cache|mirror|upstream|build
 	@$(PY) -m tools.artifacts --source $(SOURCE)
 	@ln -sf "$$($(PY) -m tools.artifacts path --only kubectl)" $(VENV)/bin/kubectl
+
+# CRI-O and cri-dockerd (versions.yml set runtimes): downloaded where their release is reachable and checked,
+# else built from the source trees named here (a checkout or snapshot of each upstream repository).
+CRIO_TREE        ?=
+CRI_DOCKERD_TREE ?=
+artifacts-runtimes: deps ## add CRI-O and cri-dockerd to the cache (the runtimes profile); CRIO_TREE=, CRI_DOCKERD_TREE=: source trees to build from
+	@$(PY) -m tools.artifacts --source $(SOURCE) --with runtimes \
+		$(if $(CRIO_TREE),--tree crio=$(CRIO_TREE)) $(if $(CRI_DOCKERD_TREE),--tree cri_dockerd=$(CRI_DOCKERD_TREE))
 
 test-tools: ## what only the tests need: headless Chromium (and a Cyrillic font), Vagrant's libvirt plugin (make test; not in make deps)
 	@tools/deps.sh test-tools
@@ -71,6 +79,9 @@ test-vm: ## the default profile on libvirt VMs, end to end, every check (not in 
 
 test-topologies: deps artifacts node-image ## the external-etcd profile end to end: all checks, C31 and its falsification (not in CI)
 	@K8S_LAB_TOPOLOGIES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_topologies.py $(PYTEST_ARGS)
+
+test-runtimes: deps artifacts node-image ## the runtimes profile (containerd, CRI-O, Docker Engine workers) end to end: all checks, C32 and its falsification (not in CI; skips without the runtimes artifacts: make artifacts-runtimes)
+	@K8S_LAB_RUNTIMES=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_runtimes.py $(PYTEST_ARGS)
 
 test-breaks: deps artifacts node-image ## default profile: every break-and-fix exercise through `lab` (break, check fails with a hint, undo, status healthy) (not in CI)
 	@K8S_LAB_BREAKS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_break_exercises.py $(PYTEST_ARGS)

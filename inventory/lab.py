@@ -32,13 +32,18 @@ def hostvars(node: dict, settings: dict) -> dict:
         "lab_node_ip": node["ip"],
         "lab_pod_cidr": node["pod_cidr"],
         "lab_node_role": node["role"],
+        # The node's container runtime, its CRI socket and its units (tools/settings.py RUNTIMES); etcd machines
+        # have none.
+        **({"lab_runtime": node["runtime"], "lab_cri_socket": node["cri_socket"],
+            "lab_runtime_units": list(settings["runtimes"][node["runtime"]]["units"])} if node["runtime"] else {}),
     }
 
 
 def inventory(settings: dict) -> dict:
     nodes = settings["nodes"]
     # The nodes run on the host's architecture (containers, or VMs of the host's CPU).
-    plan = artifacts.node_plan(artifacts.load_versions(), [settings["arch"]], **settings["artifacts"])
+    plan = artifacts.node_plan(artifacts.load_versions(), [settings["arch"]], **settings["artifacts"],
+                               needed_sets=settings["artifact_sets"])
     return {
         "_meta": {"hostvars": {n["name"]: hostvars(n, settings) for n in nodes}},
         "all": {"vars": {"lab_settings": settings, "lab_artifacts": plan}},

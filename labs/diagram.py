@@ -46,7 +46,7 @@ def component_text(version: str, w: dict[str, str]) -> str:
 
 
 ROLE_COMPONENTS = {"control plane": ["kube-apiserver", "kube-scheduler", "kube-controller-manager"],
-                   "node": ["kubelet", "kube-proxy", "containerd"], "etcd": ["etcd"]}
+                   "node": ["kubelet", "kube-proxy"], "etcd": ["etcd"]}  # nodes: and their runtime's units
 
 
 @dataclass
@@ -223,9 +223,11 @@ def observe(lab) -> Graph:
         snap = snapshots[name]
         roles = (["control plane"] if name in lab.control_plane else []) + \
                 (["etcd"] if name in lab.etcd_members else []) + (["worker"] if name in lab.workers else [])
-        wanted = lab.control_plane_components(name) + (ROLE_COMPONENTS["node"] if name in lab.nodes else [])
+        programs = lab.runtime_units(name) if name in lab.nodes else {}
+        wanted = lab.control_plane_components(name) + (ROLE_COMPONENTS["node"] + list(programs)
+                                                       if name in lab.nodes else [])
         running = {c: u.main_pid for c, u in snap.units.items() if c in COMPONENTS and u.main_pid and
-                   snap.procs.get(u.main_pid) and snap.procs[u.main_pid].binary == c}
+                   snap.procs.get(u.main_pid) and snap.procs[u.main_pid].binary == programs.get(c, c)}
         versions = lab.sh(name, "; ".join(f"echo \"{c}|$(/proc/{pid}/exe --version 2>&1 | head -1)\""
                                           for c, pid in running.items()) or "true", check=False)
         seen = dict(line.split("|", 1) for line in versions.splitlines() if "|" in line)

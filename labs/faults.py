@@ -92,7 +92,9 @@ def targets(lab: Lab) -> dict[str, str]:
     return {"cp": cps[0] if cps else "?", "last_cp": cps[-1] if cps else "?",
             "first_worker": workers[0] if workers else "?", "last_worker": workers[-1] if workers else "?",
             "last_worker_index": str(len(workers) - 1), "last_etcd": etcd[-1] if etcd else "?",
-            "control_plane": ", ".join(cps), "etcd": ", ".join(etcd), "nodes": ", ".join(lab.nodes)}
+            "control_plane": ", ".join(cps), "etcd": ", ".join(etcd), "nodes": ", ".join(lab.nodes),
+            # C32's fault stops CRI-O on the last worker that runs it (a cluster without one cannot have the fault)
+            "crio_worker": (crio_workers(lab) or workers or ["?"])[-1]}
 
 
 def fill(template: str, values: dict[str, str]) -> str:
@@ -381,6 +383,17 @@ def control_plane_tainted(lab: Lab) -> str | None:
                                                           "off)")
 
 
+def crio_worker(lab: Lab) -> str | None:
+    """a worker on CRI-O beside nodes on another runtime (PROFILE=runtimes)"""
+    several = len({lab.runtime(n) for n in lab.nodes}) > 1
+    return None if several and crio_workers(lab) else _("it needs a worker on CRI-O beside nodes on another runtime "
+                                                         "(PROFILE=runtimes)")
+
+
+def crio_workers(lab: Lab) -> list[str]:
+    return [w for w in lab.workers if lab.runtime(w) == "crio"]
+
+
 def external_etcd(lab: Lab) -> str | None:
     """etcd on machines of its own (PROFILE=external-etcd)"""
     return None if lab.external_etcd else _("it needs etcd on machines of its own; this cluster stacks etcd on the "
@@ -392,7 +405,8 @@ REQUIREMENTS = {three_etcd_members: _("three etcd members (PROFILE=ha)"),
                 several_control_plane_nodes: _("several control-plane nodes (PROFILE=ha)"),
                 external_etcd: _("etcd on machines of its own (PROFILE=external-etcd)"),
                 control_plane_takes_workloads: _("a control plane that takes workloads (PROFILE=single)"),
-                control_plane_tainted: _("a control plane that keeps workloads off (every profile but single)")}
+                control_plane_tainted: _("a control plane that keeps workloads off (every profile but single)"),
+                crio_worker: _("a worker on CRI-O beside nodes on another runtime (PROFILE=runtimes)")}
 
 
 # --------------------------------------------------------------------------
@@ -594,6 +608,11 @@ CATALOGUE = [
                    "binary of an etcd member copied to {stray}/etcd, started from a shell (data in "
                    "/tmp/lab-stray-etcd, listening on 127.0.0.1:23790 only)."),
           reason=r"{last_cp} \(control plane\) runs etcd: pid \d+ /usr/local/sbin/lab-stray/etcd"),
+    Fault("C32", "C32", lambda lab, j: stop(lab, j, crio_workers(lab)[-1:], "crio"), needs=crio_worker,
+          symptom=_("One worker's pods stop being looked after, though the others' are fine."),
+          reveal=_("CRI-O was stopped on {crio_worker} (`systemctl stop crio`), and with it the kubelet that requires "
+                   "it: nothing answers on its CRI socket. `systemctl start crio kubelet` brings both back."),
+          reason=r"{crio_worker}: crictl on unix://\S+/crio\.sock: "),
 ]
 FAULTS: dict[str, Fault] = {f.id: f for f in CATALOGUE}
 

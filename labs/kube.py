@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import re
+import shlex
 import uuid
 from typing import TYPE_CHECKING
 
@@ -258,9 +259,36 @@ def established(lab: Lab, node: str, selector: str = "") -> list[Conn]:
 
 
 def crictl_container(lab: Lab, node: str, ns: str, pod: str, name: str = "main") -> str:
-    """The id of a pod's running container in a node's containerd ("" when there is none)."""
-    return lab.sh(node, f"crictl ps -q --name '^{name}$' --label io.kubernetes.pod.namespace={ns} "
+    """The id of a pod's running container in the node's runtime, asked through its own CRI socket ("" when there
+    is none)."""
+    return lab.crictl(node, f"ps -q --name '^{name}$' --label io.kubernetes.pod.namespace={ns} "
                         f"--label io.kubernetes.pod.name={pod}")
+
+
+# Where each runtime keeps its images, asked with the runtime's own tool (not over CRI): a command that exits 0
+# when the image is there, and how the evidence names the store.
+IMAGE_STORES = {
+    "containerd": ("ctr -n k8s.io images ls -q | grep -qxF {image}", _("containerd's k8s.io namespace (ctr)")),
+    "crio": ("skopeo inspect --raw containers-storage:[overlay@/var/lib/containers/storage+/run/containers/storage]"
+             "{image} >/dev/null", _("CRI-O's containers-storage (skopeo)")),
+    "docker": ("docker image inspect {image} >/dev/null", _("Docker's image store (docker image inspect)")),
+}
+
+
+def image_in_store(lab: Lab, node: str, image: str) -> tuple[bool, str]:
+    """Whether the node's own runtime holds ``image`` in its store, and that store's name."""
+    command, store = IMAGE_STORES[lab.runtime(node)]
+    result = lab.host(node).run(command.format(image=shlex.quote(image) if lab.runtime(node) != "crio" else image))
+    return result.rc == 0, store
+
+
+def container_pid(lab: Lab, node: str, cid: str) -> int:
+    """The host PID of a container's main process, as the node's runtime reports it (crictl inspect; Docker
+    Engine: docker inspect, as cri-dockerd's verbose status has none)."""
+    info = json.loads(lab.crictl(node, f"inspect {cid}")).get("info") or {}
+    if info.get("pid"):
+        return int(info["pid"])
+    return int(lab.sh(node, f"docker inspect --format '{{{{.State.Pid}}}}' {shlex.quote(cid)}"))
 
 
 def event_source(event) -> tuple[str, str]:

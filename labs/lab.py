@@ -20,8 +20,8 @@ from labs.timing import Timing, parse_duration, scaled, wait_for
 
 LAB_LABEL = "k8s-arch-lab/check"
 # The systemd units the playbooks install (each node has those of its roles).
-CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet",
-                 "kube-proxy", "pod-network")
+CLUSTER_UNITS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "crio",
+                 "docker", "cri-docker", "kubelet", "kube-proxy", "pod-network")
 # A unit counts as up once active this long (times timeout_scale): a component that cannot start exits within a
 # few seconds (kube-controller-manager started before its API server was ready exited 3.1-3.2 s after its start, in
 # the journal of an ha run), and systemd shows it as not active until its restart.

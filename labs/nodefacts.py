@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy",
-              "containerd")
+              "containerd", "crio", "docker", "cri-docker")
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 # One round trip: established TCP connections with their processes, every process's executable and cgroup,

@@ -174,6 +174,56 @@ class NodeAccess:
                 + (["kube-apiserver", "kube-scheduler", "kube-controller-manager"]
                    if machine in self.control_plane else []))
 
+    # ---- container runtimes -------------------------------------------------
+
+    def runtime(self, node: str) -> str:
+        """The node's container runtime as its settings give it (containerd, crio or docker; the inventory's
+        lab_runtime): what a check expects, never what the node says of itself."""
+        return self.hostvar(node, "lab_runtime") or "containerd"
+
+    def cri_socket(self, node: str) -> str:
+        """The node's CRI socket, as the settings compiler produced it (the inventory's lab_cri_socket)."""
+        return self.hostvar(node, "lab_cri_socket") or self.path("containerd_socket")
+
+    def runtime_units(self, node: str) -> dict[str, str]:
+        """The systemd units of the node's runtime -> the program each runs (containerd: containerd; docker:
+        cri-docker -> cri-dockerd, docker -> dockerd)."""
+        known = (self.setting("runtimes") or {}).get(self.runtime(node), {}).get("units")
+        if isinstance(known, dict):
+            return dict(known)
+        return {u: u for u in self.hostvar(node, "lab_runtime_units") or ["containerd"]}
+
+    def cri_name(self, node: str) -> str:
+        """What the node's runtime calls itself over CRI (a Node's containerRuntimeVersion is "<name>://...")."""
+        known = (self.setting("runtimes") or {}).get(self.runtime(node), {}).get("cri_name")
+        return known or self.runtime(node)
+
+    def artifact_origin(self, component: str) -> str | None:
+        """Where the cache's files of a component came from, as the cache's manifest recorded it: the release
+        downloaded, or the source tree and commit it was built from (None where the manifest does not say)."""
+        plan = next((v["lab_artifacts"] for v in (self._hostvars or {}).values()
+                     if isinstance(v.get("lab_artifacts"), dict)), {})
+        try:
+            entries = json.loads((Path(plan["cache_dir"]) / "manifest.json").read_text())["files"]
+        except (KeyError, OSError, ValueError, TypeError):
+            return None
+        for entry in entries.values():
+            if entry.get("component") != component:
+                continue
+            built = entry.get("built_from")
+            if built:
+                return _("{version} built from {repository} at {ref} (commit {commit})").format(
+                    version=entry.get("version"), repository=built.get("repository") or built.get("tree"),
+                    ref=built.get("ref"), commit=str(built.get("commit"))[:12])
+            return _("{version} {source} ({url})").format(version=entry.get("version"), source=entry.get("source"),
+                                                         url=entry.get("url"))
+        return None
+
+    def crictl(self, node: str, args: str, check: bool = True) -> str:
+        """crictl on a node, through the node's own CRI socket (not whatever /etc/crictl.yaml says)."""
+        sock = f"unix://{self.cri_socket(node)}"
+        return self.sh(node, f"crictl --runtime-endpoint {sock} --image-endpoint {sock} {args}", check=check)
+
     def machine_ip(self, machine: str) -> str:
         """A machine's address on the node network, as the inventory gives it (nodes and etcd machines alike)."""
         return self.hostvar(machine, "lab_node_ip") or self.hostvar(machine, "ansible_host") or machine

@@ -115,7 +115,7 @@ REGISTRY: dict[str, Check] = {}
 # (relative to the repository root when inside it: its pki/ holds the cluster CA). A learner runs the commands from
 # the repository root with the lab's PATH (`. .venv/bin/activate`: lab, kubectl) and KUBECONFIG, one after the other
 # in one shell, in the `default` namespace; tests/e2e/test_see_it_yourself.py runs them so.
-PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)?)@")
+PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)@")
 
 
 def see_values(settings: dict) -> dict:
@@ -125,7 +125,8 @@ def see_values(settings: dict) -> dict:
                     "nodes": {role: " ".join(n["name"] for n in nodes if n.get("role") == role)
                               for role in ("control_plane", "worker")}
                     | {"etcd": " ".join(n["name"] for n in nodes if n.get("etcd"))},
-                    "ports": settings.get("ports", {}), "paths": settings.get("paths", {})}
+                    "ports": settings.get("ports", {}), "paths": settings.get("paths", {}),
+                    "runtimes": settings.get("runtimes", {})}
     api = settings.get("api", {})
     if api.get("endpoint"):
         values["api"] = urlsplit(api["endpoint"]).netloc

@@ -15,7 +15,7 @@ from labs.lab import LB_UNITS, Lab
 from labs.paths import ROOT
 from labs.registry import LabError, message_of
 
-NODE_UNITS = ("containerd", "kubelet", "kube-proxy", "pod-network")
+NODE_UNITS = ("kubelet", "kube-proxy", "pod-network")  # after the units of the node's container runtime
 JOURNAL_LINES = 5
 OK, DOWN = _("ok"), _("DOWN")  # each line's mark
 
@@ -43,7 +43,7 @@ def expected_units(lab: Lab, machine: str) -> list[str]:
     """The units the playbooks install on a machine, by its roles."""
     units = list(lab.control_plane_components(machine))
     if machine in lab.nodes:
-        units += NODE_UNITS
+        units += [*lab.runtime_units(machine), *NODE_UNITS]
     if machine in lab.control_plane and len(lab.control_plane) > 1:
         units += LB_UNITS
     return units

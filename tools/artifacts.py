@@ -53,6 +53,8 @@ from pathlib import Path
 
 import yaml
 
+from tools import source_tree
+from tools.arch import ARCHES, SUPPORTED, lab_arch
 from tools.locations import default_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +67,6 @@ NODE_SOURCES = ("auto", "cache", "mirror", "upstream")
 OLD_SOURCES = {"download": "upstream"}  # the spelling before issue 9
 # Which nodes need a file or image (versions.yml `nodes`); "none": only the host (an image's build input).
 NODE_GROUPS = ("all", "control_plane", "none")
-ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 
 class ArtifactError(Exception):
@@ -73,10 +74,11 @@ class ArtifactError(Exception):
 
 
 def host_arch() -> str:
-    machine = platform.machine()
-    if machine not in ARCHES:
-        raise ArtifactError(f"unsupported architecture {machine!r}: the lab supports amd64 and arm64")
-    return ARCHES[machine]
+    arch = lab_arch()
+    if arch is None:
+        raise ArtifactError(f"unsupported architecture {platform.machine()!r}: the lab supports "
+                            f"{' and '.join(SUPPORTED)}")
+    return arch
 
 
 def sha256_file(path: Path) -> str:
@@ -207,7 +209,7 @@ def check_mirror(source: str, mirror: str | None) -> str:
 
 
 def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str = "auto", mirror: str | None = "",
-              cache: str | Path | None = None) -> dict:
+              cache: str | Path | None = None, needed_sets: tuple[str, ...] | list[str] = ()) -> dict:
     """The artifact plan of the nodes: the one description of what the artifacts role verifies, fetches and
     exposes, JSON-serialisable (the inventory publishes it as ``lab_artifacts``).
 
@@ -216,6 +218,8 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
     sha256 or the URL of the release's own ``.sha256``, the binaries it holds and where each is on the controller
     once unpacked; and ``paths``, binary (images: ``image/<id>``) -> path, what the role exposes as
     ``artifacts_files``. Plus where the files come from (``source``, ``mirror``) and the cache's location.
+    ``needed_sets``: opt-in sets some node needs (runtimes: CRI-O or Docker Engine workers), whose files are
+    verified and exposed like the others; the other sets are only described (``sets``).
     """
     source = canonical_source(source, NODE_SOURCES)
     mirror = check_mirror(source, mirror)
@@ -224,7 +228,7 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
     result: dict = {"source": source, "mirror": mirror, "cache_dir": str(cache_dir), "arch_names": dict(ARCHES),
                     "arches": {}}
     for arch in arches:
-        if arch not in ("amd64", "arm64"):
+        if arch not in SUPPORTED:
             raise ArtifactError(f"unsupported architecture {arch!r}: use amd64 or arm64")
         described: dict[str, dict] = {}  # "" (what the cluster needs), or an opt-in set -> files, images, paths
         for art in plan(versions, arch, optional_sets(versions)):
@@ -235,7 +239,8 @@ def node_plan(versions: dict, arches: list[str] | tuple[str, ...], source: str =
                 raise ArtifactError(f"versions.yml: {where}.nodes: {nodes!r}: use one of {', '.join(NODE_GROUPS)}")
             if nodes == "none":
                 continue
-            files, images, paths = (described.setdefault(art.spec.get("set", ""), {
+            group = "" if art.spec.get("set") in needed_sets else art.spec.get("set", "")
+            files, images, paths = (described.setdefault(group, {
                 "files": [], "images": [], "paths": {}})[k] for k in ("files", "images", "paths"))
             if art.kind == "image":
                 path = str(cache_dir / art.relpath)
@@ -295,9 +300,11 @@ class Manifest:
             except (ValueError, AttributeError):
                 self.entries = {}  # a damaged manifest only costs a re-verify
 
-    def record(self, art: Artifact, source: str) -> None:
+    def record(self, art: Artifact, source: str, provenance: dict | None = None) -> None:
+        """``provenance``: what a build from a source tree came from (repository, commit, tree)."""
         target = self.cache / art.relpath
         self.entries[art.relpath] = {
+            **({"built_from": provenance} if provenance else {}),
             "sha256": sha256_file(target),
             "size": target.stat().st_size,
             "mtime": target.stat().st_mtime,
@@ -361,10 +368,25 @@ def go_available() -> bool:
     return shutil.which("go") is not None
 
 
-def choose_source(art: Artifact, requested: str, *, resolver=resolves, has_go=go_available) -> str:
+def choose_source(art: Artifact, requested: str, *, resolver=resolves, has_go=go_available,
+                  trees: dict | None = None) -> str:
     """How to obtain a file that neither the cache nor a mirror supplies: ``download`` (from upstream) or
-    ``build``, the two ways a file gets into a cache (what manifest.json records as its ``source``)."""
+    ``build``, the two ways a file gets into a cache (what manifest.json records as its ``source``).
+    ``trees``: component -> source tree, for the components built from one (build kind ``tree``)."""
     requested = canonical_source(requested)
+    if art.build.get("kind") == "tree" and requested != "upstream" and (requested == "build" or not (
+            art.downloadable and resolver(art.host))):
+        if (trees or {}).get(art.component) and has_go():
+            return "build"
+        why = (f"{art.host} does not resolve" if art.downloadable and requested != "build"
+               else "it is to be built" if requested == "build"
+               else f"its publisher gives no checksum for {art.id} {art.version}")
+        raise ArtifactError(
+            f"cannot obtain {art.id} {art.version} ({art.arch}): {why}, and it is built only from a source tree "
+            f"you point to: a checkout or snapshot of {art.build.get('repository', art.component)} at {art.version} "
+            f"(`make artifacts-runtimes {art.component.upper()}_TREE=/path`, or `python3 -m tools.artifacts --with "
+            f"{art.spec.get('set', 'runtimes')} --tree {art.component}=/path`, or {source_tree.env_var(art.component)}"
+            "), with Go on PATH (`make deps`); or copy a cache that holds it, or set K8S_LAB_MIRROR")
     if requested in ("cache", "mirror"):
         raise ArtifactError(f"cannot obtain {art.id} {art.version} ({art.arch}) with source {requested}")
     if art.kind == "image":
@@ -593,6 +615,22 @@ def write_tar(dest: Path, files: dict[str, Path], gzip: bool, modes: dict[str, i
         data = gz.compress(data, mtime=0)
     tmp.write_bytes(data)
     tmp.replace(dest)
+
+
+def build_from_tree(cache: Path, art: Artifact, tree: Path, log=print) -> dict:
+    """A release file built from a source tree (build kind ``tree``, tools/source_tree.py); its provenance."""
+    workdir = build_workdir(cache, art)
+    try:
+        provenance = source_tree.export(tree, art.version, art.build.get("version_from"), workdir / "src", log)
+        log(f"    built from {provenance['tree']} at {provenance['ref']} ({provenance['commit'][:12]})")
+        files = source_tree.build(workdir / "src", workdir / "out", art.build, art.spec, art.version, art.arch,
+                                  provenance["commit"], run)
+    except source_tree.TreeError as exc:
+        raise ArtifactError(f"{art.id}: {exc}") from exc
+    dest = cache / art.relpath
+    write_tar(dest, files, gzip=dest.name.endswith((".tar.gz", ".tgz")))
+    shutil.rmtree(workdir / "src", ignore_errors=True)
+    return {"repository": art.build.get("repository"), **provenance}
 
 
 def build_file(cache: Path, art: Artifact) -> None:
@@ -944,7 +982,8 @@ def e2e_base(cache: Path, arch: str) -> Path:
 
 
 def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *, log=print,
-           versions: dict | None = None, mirror: str | None = None, sets: tuple[str, ...] | list[str] = ()) -> dict:
+           versions: dict | None = None, mirror: str | None = None, sets: tuple[str, ...] | list[str] = (),
+           trees: dict | None = None) -> dict:
     """Make the cache complete for ``arch`` from ``source`` (SOURCES); returns counts per outcome.
 
     ``cache`` changes nothing and fails naming every file the cache lacks; ``mirror`` takes what the cache
@@ -982,20 +1021,23 @@ def ensure(cache: Path, source: str, arch: str, only: list[str] | None = None, *
         if source == "mirror" and not from_mirror:
             raise ArtifactError(f"the mirror {mirror} does not hold {art.id} {art.version} ({art.arch}): "
                                 f"{art.relpath}")
-        chosen = "download" if from_mirror else choose_source(art, source)
+        chosen = "download" if from_mirror else choose_source(art, source, trees=trees)
         started = time.monotonic()
         log(f"  {art.id} {art.version} ({art.arch}): {'mirror' if from_mirror else chosen} ...")
+        provenance = None
         if from_mirror:
-            # The mirror's own manifest names the checksum (its file may have been built).
+            # The mirror's own manifest names the checksum (its file may have been built) and what it was built from.
             download(art, cache / art.relpath, expected=entry["sha256"], url=f"{mirror}/{art.relpath}")
-            chosen = entry.get("source", "download")
+            chosen, provenance = entry.get("source", "download"), entry.get("built_from")
         elif chosen == "download":
             download(art, cache / art.relpath)
         elif art.kind == "image":
             build_image(cache, art, versions, everything)  # an image may be built from any file's module
+        elif art.build.get("kind") == "tree":
+            provenance = build_from_tree(cache, art, Path(trees[art.component]), log)
         else:
             build_file(cache, art)
-        manifest.record(art, chosen)
+        manifest.record(art, chosen, provenance)
         counts[chosen] += 1
         log(f"  {art.id}: done in {time.monotonic() - started:.0f}s -> {art.relpath}")
     if lacking:
@@ -1032,6 +1074,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with", dest="sets", action="append", default=[], metavar="SET",
                         help="fill, path, --list: add an opt-in set of versions.yml (conformance: the upstream test "
                              "suite and its images; not in `make artifacts`)")
+    parser.add_argument("--tree", action="append", default=[], metavar="COMPONENT=PATH",
+                        help="fill: the source tree a component of build kind tree is built from (a checkout or "
+                             "snapshot of its repository; default: $K8S_LAB_TREE_<COMPONENT>), e.g. crio=~/src/cri-o")
     parser.add_argument("--list", action="store_true", help="fill: print the plan and the cache state, change nothing")
     parser.add_argument("--output", type=Path, help="plan: write the JSON to this file instead of stdout")
     args = parser.parse_args(argv)
@@ -1045,10 +1090,22 @@ def main(argv: list[str] | None = None) -> int:
             if name not in known:
                 raise ArtifactError(f"--with {name}: versions.yml has no such set (its sets: {', '.join(known)})")
         for arch, given in zip(arches, args.arch or arches, strict=True):
-            if arch not in ("amd64", "arm64"):
+            if arch not in SUPPORTED:
                 raise ArtifactError(f"unsupported --arch {given!r}: use amd64 or arm64")
-        lab = lab_artifact_settings() if args.mirror is None or (args.command == "plan" and not args.source) else {}
+        lab = lab_artifact_settings()
         mirror = args.mirror if args.mirror is not None else lab["mirror"]
+        # The opt-in sets the settings' nodes need (a profile with CRI-O or Docker Engine workers: runtimes).
+        args.sets = list(dict.fromkeys(args.sets + lab.get("sets", [])))
+        from_trees = [c for c, comp in load_versions()["components"].items()
+                      if comp.get("build", {}).get("kind") == "tree"]
+        trees = {c: os.environ[source_tree.env_var(c)] for c in from_trees if os.environ.get(source_tree.env_var(c))}
+        for given in args.tree:
+            name, _, path = given.partition("=")
+            if not path or name not in from_trees:
+                raise ArtifactError(f"--tree {given}: expected COMPONENT=PATH with a component built from a tree "
+                                    "(versions.yml build kind tree: "
+                                    f"{', '.join(from_trees)})")
+            trees[name] = path
         if args.command == "plan":
             cache = args.cache.expanduser().absolute()
             text = json.dumps(node_plan(load_versions(), arches, args.source or lab["source"], mirror, cache),
@@ -1077,7 +1134,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             via = f", mirror {mirror}" if mirror and source in ("auto", "mirror") else ""
             print(f"artifact cache {cache} ({arch}, source {source}{via})")
-            counts = ensure(cache, source, arch, args.only, mirror=mirror, sets=args.sets)
+            counts = ensure(cache, source, arch, args.only, mirror=mirror, sets=args.sets, trees=trees)
             print(f"artifacts: {counts['cached']} cached, {counts['download']} downloaded, {counts['build']} built "
                   f"in {time.monotonic() - started:.1f}s")
         return 0

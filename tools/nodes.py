@@ -65,6 +65,7 @@ def create_network(name: str) -> None:
 def remove(names: list[str], network: str | None = None) -> None:
     for name in names:
         docker("rm", "-f", "-v", name, check=False)
-        docker("volume", "rm", "-f", f"k8s-arch-lab-{name}-containerd", check=False)
+        for data in ("containerd", "containers", "docker"):
+            docker("volume", "rm", "-f", f"k8s-arch-lab-{name}-{data}", check=False)
     if network:
         docker("network", "rm", network, check=False)

@@ -28,7 +28,7 @@ import jsonschema
 import yaml
 
 from tools import hypervisor
-from tools.artifacts import ARCHES
+from tools.arch import lab_arch
 from tools.locations import state_dir  # noqa: F401 - the lab's state folder, part of what settings resolve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +67,21 @@ NODE_PATHS = {
     "cni_conf_dir": "/etc/cni/net.d",
     "image_dir": "/var/lib/k8s-arch-lab/images",  # image archives imported into containerd
 }
+# The container runtimes a node may run (profiles.<p>.runtimes; default containerd): the CRI socket that the
+# kubelet, crictl and the lab checks use (the node's one endpoint, published per node by the inventory), the name
+# the runtime gives itself over CRI (a Node's containerRuntimeVersion is "<name>://<version>"), its systemd units
+# and the program each runs (the kubelet's unit requires them), and the versions.yml component whose files it
+# needs beside the lab's own (None: in every cache). Control-plane nodes run containerd: the roles support nothing
+# else there.
+RUNTIMES = {
+    "containerd": {"socket": "/run/containerd/containerd.sock", "cri_name": "containerd",
+                   "units": {"containerd": "containerd"}, "component": None},
+    "crio": {"socket": "/run/crio/crio.sock", "cri_name": "cri-o", "units": {"crio": "crio"}, "component": "crio"},
+    "docker": {"socket": "/run/cri-dockerd.sock", "cri_name": "docker",
+               "units": {"cri-docker": "cri-dockerd", "docker": "dockerd"}, "component": "cri_dockerd"},
+}
+DEFAULT_RUNTIME = "containerd"
+CONTROL_PLANE_RUNTIMES = ("containerd",)
 PORTS = ("api_server_port", "api_lb_port", "etcd_client_port", "etcd_peer_port")  # network.*: all distinct
 # Host numbers in node_cidr: .10 the API address of a multi-control-plane profile,
 # .11-.19 the control plane, .21-.89 the workers, .91-.99 the machines of an external etcd.
@@ -210,6 +225,80 @@ def _check_profiles(profiles: dict, where: str) -> list[str]:
         elif workers > WORKER_MAX:
             out.append(f"{where}: {field}.workers: {workers} nodes do not fit in "
                        f".{WORKER_FIRST}-.{WORKER_FIRST + WORKER_MAX - 1} of network.node_cidr (at most {WORKER_MAX})")
+        out += _check_runtimes(counts, f"{where}: {field}")
+    return out
+
+
+def node_names(counts: dict) -> dict[str, str]:
+    """A profile's node names -> role, in the order the nodes are made."""
+    return {f"{short}{i + 1}": role
+            for role, short, count in (("control_plane", "cp", counts["control_plane"]),
+                                       ("worker", "w", counts["workers"]), ("etcd", "e", counts.get("etcd", 0)))
+            for i in range(max(count, 0))}
+
+
+def _check_runtimes(counts: dict, field: str) -> list[str]:
+    out, names = [], node_names(counts)
+    for node, runtime in (counts.get("runtimes") or {}).items():
+        role = names.get(node)
+        if role is None:
+            out.append(f"{field}.runtimes.{node}: the profile has no node {node} (its nodes: {', '.join(names)})")
+        elif role == "etcd" and runtime != DEFAULT_RUNTIME:
+            out.append(f"{field}.runtimes.{node}: {runtime}: {node} runs only etcd, no kubelet and no container "
+                       "runtime")
+        elif role == "control_plane" and runtime not in CONTROL_PLANE_RUNTIMES:
+            out.append(f"{field}.runtimes.{node}: {runtime}: the roles run control-plane nodes on "
+                       f"{' or '.join(CONTROL_PLANE_RUNTIMES)} only; put a worker on {runtime} (w1, w2, ...)")
+    return out
+
+
+def runtimes_of(counts: dict) -> dict[str, str]:
+    """Every Kubernetes node of a profile -> its container runtime (etcd machines have none)."""
+    given = counts.get("runtimes") or {}
+    return {n: given.get(n, DEFAULT_RUNTIME) for n, role in node_names(counts).items() if role != "etcd"}
+
+
+def runtime_components(counts: dict) -> list[str]:
+    """The versions.yml components a profile's runtimes need beyond every cache's (crio, cri_dockerd)."""
+    return sorted({RUNTIMES[r]["component"] for r in runtimes_of(counts).values() if RUNTIMES[r]["component"]})
+
+
+def runtime_sets(counts: dict, versions: dict) -> list[str]:
+    """The opt-in sets of versions.yml that hold those components' files (runtimes)."""
+    comps = versions.get("components", {})
+    return sorted({spec["set"] for c in runtime_components(counts) for spec in comps.get(c, {}).get("files", {})
+                   .values() if spec.get("set")})
+
+
+def _check_runtime_cache(counts: dict, profile: str, versions: dict, artifacts: dict, arch: str | None,
+                         where: str) -> list[str]:
+    """A runtime whose files the artifact cache lacks, where the nodes take them from the cache (artifacts.source
+    auto or cache): named with the way to get them. A cheap look (manifest entry, version, size): the artifacts
+    role verifies every checksum."""
+    if artifacts["source"] not in ("auto", "cache") or arch is None:
+        return []
+    from tools import artifacts as art  # noqa: PLC0415 - tools.artifacts reads the settings in its CLI only
+
+    cache = art.default_cache()
+    try:
+        entries = json.loads((cache / art.MANIFEST).read_text()).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        entries = {}
+    out = []
+    comps = runtime_components(counts)
+    for item in art.plan(versions, arch, runtime_sets(counts, versions)):
+        if item.kind != "file" or item.component not in comps:
+            continue
+        entry, path = entries.get(item.relpath) or {}, cache / item.relpath
+        if entry.get("version") == item.version and path.is_file() and path.stat().st_size == entry.get("size"):
+            continue
+        users = sorted(n for n, r in runtimes_of(counts).items() if RUNTIMES[r]["component"] == item.component)
+        out.append(f"{where}: profiles.{profile}.runtimes: {', '.join(users)} {'runs' if len(users) == 1 else 'run'} "
+                   f"{versions['components'][item.component].get('runtime', item.component)}, but the artifact cache "
+                   f"{cache} lacks {item.id} {item.version} ({arch}): run `make artifacts-runtimes` (downloads it, "
+                   f"or builds it from a source tree you point to: {item.component.upper()}_TREE=/path to a checkout "
+                   f"of {item.build.get('repository', item.component)}), or set artifacts.mirror to a mirror that "
+                   "holds it")
     return out
 
 
@@ -289,7 +378,9 @@ def _resolve_artifacts(artifacts: dict, where: str) -> dict:
 
 def artifact_settings(path: str | Path | None = None) -> dict:
     """Only the ``artifacts`` part of the resolved settings, {"source", "mirror"}, checked as load() checks it
-    but without reading the rest (no provider probe): what tools/artifacts.py takes as its defaults."""
+    but without reading the rest (no provider probe), and ``sets``, the opt-in sets of versions.yml the selected
+    profile's nodes need (runtimes, for CRI-O or Docker Engine workers): what tools/artifacts.py takes as its
+    defaults."""
     path = Path(path or os.environ.get("K8S_LAB_SETTINGS") or SETTINGS_FILE)
     where, problems = _display(path), []
     doc = _read_mapping(path, where, problems)
@@ -301,7 +392,13 @@ def artifact_settings(path: str | Path | None = None) -> dict:
             problems += _check_artifacts(doc["artifacts"], where)
     if problems:
         raise SettingsError(problems)
-    return _resolve_artifacts(doc["artifacts"], where)
+    sets: list[str] = []
+    if "profiles" not in bad:
+        profile = _choose(None, "K8S_LAB_PROFILE", recorded().get("profile"), doc.get("profile"))[0]
+        if profile in doc["profiles"]:
+            versions = _read_mapping(VERSIONS_FILE, _display(VERSIONS_FILE), []) or {}
+            sets = runtime_sets(doc["profiles"][profile], versions)
+    return {**_resolve_artifacts(doc["artifacts"], where), "sets": sets}
 
 
 def vbox_allowed_ranges(conf: Path | None = None) -> list[str]:
@@ -411,7 +508,7 @@ def derived(doc: dict, nodes: list[dict], node_cidr: str) -> dict:
 
 
 def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, versions: dict[str, str],
-             where: str) -> dict:
+             where: str, versions_doc: dict) -> dict:
     net, counts = doc["network"], doc["profiles"][profile]
     base = ipaddress.ip_network(net["node_cidr"]).network_address
     pod_subnets = ipaddress.ip_network(net["pod_cidr"]).subnets(new_prefix=net["pod_cidr_node_prefix"])
@@ -419,11 +516,14 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
     # (no kubelet, no pod range): role etcd, e1, e2, ...
     external_etcd = counts.get("etcd", 0)
     cp_workloads = control_plane_workloads(counts)
+    runtimes = runtimes_of(counts)
     nodes = [
         {"name": f"{short}{i + 1}", "role": role, "ip": str(base + first + i),
          "etcd": role == "etcd" or (role == "control_plane" and not external_etcd),
          "workloads": role == "worker" or (role == "control_plane" and cp_workloads),
-         "pod_cidr": str(next(pod_subnets)) if role != "etcd" else None}
+         "pod_cidr": str(next(pod_subnets)) if role != "etcd" else None,
+         "runtime": runtimes.get(f"{short}{i + 1}"),
+         "cri_socket": RUNTIMES[runtimes[f"{short}{i + 1}"]]["socket"] if role != "etcd" else None}
         for role, short, first, count in (("control_plane", "cp", CP_FIRST, counts["control_plane"]),
                                           ("worker", "w", WORKER_FIRST, counts["workers"]),
                                           ("etcd", "e", ETCD_FIRST, external_etcd))
@@ -437,6 +537,11 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
         **doc,
         "profile": profile,
         "control_plane_workloads": cp_workloads,
+        # The container runtimes a node may run (socket, name over CRI, units), those the nodes run (each node's
+        # own: nodes[].runtime, .cri_socket), and the opt-in artifact sets they need.
+        "runtimes": RUNTIMES,
+        "runtimes_in_use": sorted(set(runtimes.values())),
+        "artifact_sets": runtime_sets(counts, versions_doc),
         "provider": choice.provider,
         # How the machines run: kvm or emulation (libvirt), hardware (virtualbox), container (docker).
         "accel": choice.accel,
@@ -470,7 +575,7 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
     doc = _read_mapping(path, where, problems)
     versions_doc = _read_mapping(versions_path, _display(versions_path), problems)
     versions = _check_versions(versions_doc, _display(versions_path), problems) if versions_doc is not None else {}
-    arch = ARCHES.get(platform.machine())
+    arch = lab_arch()
     if arch is None:
         problems.append(f"host: unsupported architecture {platform.machine()!r} (the lab supports amd64 and arm64)")
     if doc is None:
@@ -516,7 +621,12 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
         problems += _check_virtualbox_network(doc["network"]["node_cidr"], where, vbox_allowed_ranges())
     if problems:
         raise SettingsError(problems)
-    return _resolve(doc, profile, choice, arch, versions, where)
+    if profiles is not None and profile in profiles and "artifacts" not in bad and versions_doc is not None:
+        problems += _check_runtime_cache(profiles[profile], profile, versions_doc, _resolve_artifacts(
+            doc["artifacts"], where), arch, where)
+    if problems:
+        raise SettingsError(problems)
+    return _resolve(doc, profile, choice, arch, versions, where, versions_doc)
 
 
 # --------------------------------------------------------------------------

@@ -1,7 +1,15 @@
-import json
 
 from labs.i18n import _
-from labs.kube import crictl_container, event_source, pod_events, pod_exec, pod_manifest, run_pod, test_image
+from labs.kube import (
+    container_pid,
+    crictl_container,
+    event_source,
+    pod_events,
+    pod_exec,
+    pod_manifest,
+    run_pod,
+    test_image,
+)
 from labs.lab import Lab
 from labs.registry import Evidence, check
 from labs.timing import wait_for
@@ -51,7 +59,7 @@ def run(lab: Lab, ev: Evidence) -> None:
         pod = run_pod(lab, ns, pod_manifest("probed", test_image(), container={"livenessProbe": PROBE}))
         node = pod.spec.node_name
         cid = crictl_container(lab, node, ns, "probed")
-        pid = json.loads(lab.sh(node, f"crictl inspect {cid}"))["info"]["pid"]
+        pid = container_pid(lab, node, cid)
         cmd = lab.sh(node, f"tr '\\0' ' ' < /proc/{pid}/cmdline")
         ev.add(_("{node}: container {cid} runs as pid {pid} ({command}); restartCount 0").format(
             node=node, cid=cid[:13], pid=pid, command=cmd.strip()))

@@ -25,14 +25,20 @@ def molecule_settings(role: str, platforms: list[dict]) -> dict:
     doc = settings.load(provider="docker")
     net = doc["network"]
     subnets = ipaddress.ip_network(net["pod_cidr"]).subnets(new_prefix=net["pod_cidr_node_prefix"])
+    # The scenario of a runtime's role runs that runtime on its nodes; every other scenario containerd.
+    runtime = {"crio": "crio", "cri_dockerd": "docker"}.get(role, settings.DEFAULT_RUNTIME)
     nodes = [{"name": p["name"], "role": "control_plane" if "control_plane" in p.get("groups", []) else "worker",
               "ip": p["networks"][0]["ipv4_address"], "etcd": "etcd" in p.get("groups", []),
-              "pod_cidr": str(next(subnets))} for p in platforms]
+              "pod_cidr": str(next(subnets)), "runtime": runtime,
+              "cri_socket": settings.RUNTIMES[runtime]["socket"]} for p in platforms]
     node_cidr = platforms[0]["docker_networks"][0]["ipam_config"][0]["subnet"]
     return {
         **doc,
         **settings.derived(doc, nodes, node_cidr),
         "cluster_name": f"molecule-{role.replace('_', '-')}",
+        "runtimes_in_use": [runtime],
+        "artifact_sets": settings.runtime_sets({"control_plane": 0, "workers": 1, "runtimes": {"w1": runtime}},
+                                               artifacts.load_versions()),
         # Only the artifact cache: a scenario never downloads.
         "artifacts": {**doc["artifacts"], "source": "cache", "mirror": ""},
     }
@@ -41,7 +47,8 @@ def molecule_settings(role: str, platforms: list[dict]) -> dict:
 def main(argv: list[str]) -> int:
     role, out = argv
     lab = molecule_settings(role, json.load(sys.stdin))
-    plan = artifacts.node_plan(artifacts.load_versions(), [lab["arch"]], **lab["artifacts"])
+    plan = artifacts.node_plan(artifacts.load_versions(), [lab["arch"]], **lab["artifacts"],
+                               needed_sets=lab["artifact_sets"])
     Path(out).write_text(json.dumps({"lab_settings": lab, "lab_artifacts": plan}, indent=1) + "\n")
     return 0
 

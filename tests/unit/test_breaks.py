@@ -103,7 +103,8 @@ class Cluster:
     control_plane_workloads = False
 
     def __init__(self, control_plane: list[str] | None = None, workers: list[str] | None = None,
-                 workloads: bool = False) -> None:
+                 workloads: bool = False, runtimes: dict[str, str] | None = None) -> None:
+        self.runtimes = runtimes or {}  # node -> its container runtime (containerd where not named)
         if control_plane:
             self.control_plane = control_plane
         if workers is not None:
@@ -132,6 +133,9 @@ class Cluster:
 
     def setting(self, name, default=None):
         return {"ports": {"api_server": 6443, "etcd_client": 2379}}.get(name, default)
+
+    def runtime(self, node: str) -> str:
+        return self.runtimes.get(node, "containerd")
 
     def path(self, name: str) -> str:
         return PATHS[name]
@@ -341,6 +345,8 @@ def test_each_change_is_recorded_before_it_is_made_and_undone_twice_is_undone_on
         cluster.external_etcd = ["e1"]  # C31: the model's control plane as if etcd ran elsewhere
     if fault.unfit(cluster):
         cluster = Cluster(["cp1"], workers=[], workloads=True)  # C02-single: one machine, the whole cluster
+    if fault.unfit(cluster):
+        cluster = Cluster(runtimes={"w2": "crio"})  # C32: a worker on CRI-O (the runtimes profile)
     assert not fault.unfit(cluster), fault.id
     before = cluster.state()
     Recording.cluster = cluster
@@ -522,7 +528,7 @@ def test_a_fault_the_cluster_cannot_have_is_refused(state):
         exercises.cmd_break(lambda: default, "C09", False)
     assert Journal.load() is None
     fitting = {f.id for f in exercises.candidates(None, True) if not f.unfit(default)}  # what --random picks from
-    assert fitting == set(FAULTS) - {"C09", "C28", "C31", "C02-single"}
+    assert fitting == set(FAULTS) - {"C09", "C28", "C31", "C02-single", "C32"}
     single = Cluster(["cp1"], workers=[], workloads=True)
     with pytest.raises(LabError, match="C16: the cluster has no worker"):
         exercises.cmd_break(lambda: single, "C16", False)
@@ -745,6 +751,7 @@ HA_REASONS = {
     "C29": r"waiting for the pods on w2 to be evicted",
     "C30": r"waiting for \d+ answers from http://\S+ \(w2\) on this host",
     "C31": r"cp3 \(control plane\) runs etcd: pid \d+ /usr/local/sbin/lab-stray/etcd",
+    "C32": r"w2: crictl on unix://\S+/crio\.sock: ",
 }
 
 

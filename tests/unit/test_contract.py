@@ -21,6 +21,8 @@ PRODUCERS = {
     "/etc/kubernetes/pki": "tools/settings.py",  # NODE_PATHS
     "/etc/etcd/pki": "tools/settings.py",
     "/run/containerd/containerd.sock": "tools/settings.py",
+    "/run/crio/crio.sock": "tools/settings.py",  # RUNTIMES
+    "/run/cri-dockerd.sock": "tools/settings.py",
     "/opt/cni/bin": "tools/settings.py",
     "/etc/cni/net.d": "tools/settings.py",
     ".cache/k8s-arch-lab": "tools/locations.py",  # the artifact cache's default place

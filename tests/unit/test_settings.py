@@ -274,6 +274,64 @@ def test_no_node_for_the_workloads(tmp_path):
     assert "no node would run workloads" in msg
 
 
+# --------------------------------------------------------------------------
+# Container runtimes per node
+
+
+def fill_runtime_cache(cache: Path, missing: tuple[str, ...] = ()) -> None:
+    """A cache whose manifest holds the runtimes set's files (all but ``missing``), as `make artifacts` records."""
+    entries = {}
+    for art in artifacts.plan(VERSIONS, "amd64", ("runtimes",)):
+        if art.kind != "file" or art.spec.get("set") != "runtimes" or art.id in missing:
+            continue
+        path = cache / art.relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 10)
+        entries[art.relpath] = {"version": art.version, "size": 10, "sha256": "0" * 64}
+    (cache / "manifest.json").write_text(json.dumps({"files": entries}))
+
+
+def test_each_node_gets_its_runtime_and_socket_from_the_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("K8S_LAB_CACHE", str(tmp_path / "cache"))
+    fill_runtime_cache(tmp_path / "cache")
+    s = S.load(profile="runtimes")
+    assert [(n["name"], n["runtime"], n["cri_socket"]) for n in s["nodes"]] == [
+        ("cp1", "containerd", "/run/containerd/containerd.sock"),
+        ("w1", "containerd", "/run/containerd/containerd.sock"),
+        ("w2", "crio", "/run/crio/crio.sock"), ("w3", "docker", "/run/cri-dockerd.sock")]
+    assert s["runtimes_in_use"] == ["containerd", "crio", "docker"] and s["artifact_sets"] == ["runtimes"]
+    assert S.load(profile="default")["artifact_sets"] == []
+
+
+def test_any_worker_of_any_profile_may_run_another_runtime(tmp_path, monkeypatch):
+    monkeypatch.setenv("K8S_LAB_CACHE", str(tmp_path / "cache"))
+    fill_runtime_cache(tmp_path / "cache")
+    s = load_modified(tmp_path, lambda s: s["profiles"]["ha"].update(runtimes={"w2": "docker"}), profile="ha")
+    assert {n["name"]: n["runtime"] for n in s["nodes"]} == {
+        "cp1": "containerd", "cp2": "containerd", "cp3": "containerd", "w1": "containerd", "w2": "docker"}
+
+
+@pytest.mark.parametrize(("runtimes", "wanted"), [
+    ({"w1": "podman"}, "profiles.default.runtimes.w1: 'podman' is not one of containerd, crio, docker"),
+    ({"w7": "crio"}, "profiles.default.runtimes.w7: the profile has no node w7 (its nodes: cp1, w1, w2)"),
+    ({"cp1": "crio"}, "profiles.default.runtimes.cp1: crio: the roles run control-plane nodes on containerd only"),
+    ({"worker1": "crio"}, "profiles.default.runtimes"),
+])
+def test_a_runtime_the_roles_cannot_run_there_is_refused(tmp_path, runtimes, wanted):
+    assert wanted in problems(tmp_path, lambda s: s["profiles"]["default"].update(runtimes=runtimes))
+
+
+def test_a_runtime_whose_artifacts_the_cache_lacks_is_refused_naming_the_way_to_get_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("K8S_LAB_CACHE", str(tmp_path / "cache"))
+    fill_runtime_cache(tmp_path / "cache", missing=("crio",))
+    msg = problems(tmp_path, profile="runtimes")
+    assert "profiles.runtimes.runtimes: w2 runs crio, but the artifact cache" in msg
+    assert "lacks crio v1.37.0 (amd64): run `make artifacts-runtimes`" in msg and "CRIO_TREE=" in msg
+    assert "cri-dockerd" not in msg
+    # Where the nodes download (artifacts.source upstream or mirror), the cache is not asked.
+    load_modified(tmp_path, lambda s: s["artifacts"].update(source="upstream"), profile="runtimes")
+
+
 def test_a_negative_worker_count(tmp_path):
     msg = problems(tmp_path, lambda s: s["profiles"]["default"].update(workers=-1))
     assert "profiles.default.workers" in msg
@@ -361,13 +419,13 @@ def test_the_mirror_variable_wins_over_the_settings_file(tmp_path, monkeypatch):
 
 def test_artifact_settings_read_only_the_artifacts(tmp_path, monkeypatch):
     path = write(tmp_path, {**SETTINGS, "node": {"cpus": 0, "memory_mb": 1}})
-    assert S.artifact_settings(path) == {"source": "auto", "mirror": ""}, "other problems are load()'s"
+    assert S.artifact_settings(path) == {"source": "auto", "mirror": "", "sets": []}, "other problems are load()'s"
     monkeypatch.setenv("K8S_LAB_SETTINGS", str(write(tmp_path, {**SETTINGS, "artifacts": {"source": "build"}})))
     with pytest.raises(S.SettingsError, match="artifacts.source: 'build' is not one of auto, cache, mirror, upstream"):
         S.artifact_settings()
     monkeypatch.setenv("K8S_LAB_MIRROR", "http://env:1")
     path = write(tmp_path, {**SETTINGS, "artifacts": {"source": "mirror"}})
-    assert S.artifact_settings(path) == {"source": "mirror", "mirror": "http://env:1"}
+    assert S.artifact_settings(path) == {"source": "mirror", "mirror": "http://env:1", "sets": []}
 
 
 def test_schema_problems_name_the_field(tmp_path):
@@ -434,6 +492,9 @@ def test_inventory_list():
         "lab_node_ip": "192.168.56.22",
         "lab_pod_cidr": "10.244.4.0/24",
         "lab_node_role": "worker",
+        "lab_runtime": "containerd",
+        "lab_cri_socket": "/run/containerd/containerd.sock",
+        "lab_runtime_units": ["containerd"],
     }
     lab = inv["all"]["vars"]["lab_settings"]
     assert (lab["profile"], lab["api"]["vip"], len(lab["nodes"])) == ("ha", "192.168.56.10", 5)

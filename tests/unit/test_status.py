@@ -27,6 +27,9 @@ class GoneAfterPing:
     def control_plane_components(self, machine: str) -> list[str]:
         return ["kube-apiserver"] if machine == "cp1" else []
 
+    def runtime_units(self, machine: str) -> dict[str, str]:
+        return {"containerd": "containerd"}
+
     def on_each(self, machines, func):
         return {m: func(m) for m in machines}
 

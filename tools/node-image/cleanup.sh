@@ -18,7 +18,7 @@ ids="$ids $(docker ps -a --filter label=org.k8s-arch-lab.node --format '{{.ID}} 
     awk -v c="$cluster" 'index($2, c "-") == 1 && $3 == "" {print $1}')"
 ids=$(echo $ids)
 [ -z "$ids" ] || docker rm -f -v $ids >/dev/null
-vols=$(docker volume ls -q | grep -E "^${cluster}-[^-]+-containerd\$" || true)
+vols=$(docker volume ls -q | grep -E "^${cluster}-[^-]+-(containerd|containers|docker)\$" || true)
 [ -z "$vols" ] || docker volume rm -f $vols >/dev/null
 nets=""
 for cidr in "$@"; do
