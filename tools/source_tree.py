@@ -110,8 +110,11 @@ def export(tree: Path, version: str, version_from: dict | None, dest: Path, log)
     absent = sorted(blobs[line.split()[0]] for line in states if line.endswith(" missing"))
     spec = ["--", "."] + [f":(exclude){p}" for p in absent]
     with tempfile.TemporaryFile() as archive:
-        subprocess.run(["git", f"--git-dir={git_dir(tree)}", "archive", "--format=tar", ref, *spec],
-                       stdout=archive, check=True)
+        # (git names the absent blobs on stderr even though they are excluded)
+        proc = subprocess.run(["git", f"--git-dir={git_dir(tree)}", "archive", "--format=tar", ref, *spec],
+                              stdout=archive, stderr=subprocess.PIPE, check=False)
+        if proc.returncode != 0:
+            raise TreeError(f"git archive {ref[:12]} of {tree}: {proc.stderr.decode(errors='replace')[-500:]}")
         archive.seek(0)
         with tarfile.open(fileobj=archive) as tar:
             tar.extractall(dest, filter="tar")
