@@ -65,6 +65,9 @@ def run(lab: Lab, ev: Evidence) -> None:
                       node=node, runtime=runtime, reported=reported),
                   _("{node} reports {reported}, its settings say {runtime} ({wanted}://…)").format(
                       node=node, reported=reported, runtime=runtime, wanted=wanted))
+    def last_line(text: str) -> str:
+        return (text.strip().splitlines() or [""])[-1][-240:]
+
     for node in lab.nodes:
         socket = f"unix://{lab.cri_socket(node)}"
         result = lab.host(node).run(f"crictl --runtime-endpoint {socket} --image-endpoint {socket} version")
@@ -74,7 +77,7 @@ def run(lab: Lab, ev: Evidence) -> None:
                   _("{node}: crictl on {socket}: {name} {version}").format(
                       node=node, socket=socket, name=name, version=answer.get("RuntimeVersion", "").strip()),
                   _("{node}: crictl on {socket}: {error}").format(
-                      node=node, socket=socket, error=(result.stderr.strip() or result.stdout.strip())[-200:]
+                      node=node, socket=socket, error=last_line(result.stderr or result.stdout)
                       if result.rc else _("{name} answers, not {wanted}").format(name=name,
                                                                                  wanted=lab.cri_name(node))))
     with lab.namespace("C32") as ns:
