@@ -4,13 +4,14 @@ containers-storage under their exact names."""
 
 import json
 
-from component import VERSIONS, assert_running_and_enabled
+from component import VERSIONS, assert_a_container_runs, assert_images_held_over_cri, assert_running_and_enabled
+from component import crictl as crictl_on
 
 SOCKET = "unix:///run/crio/crio.sock"
 
 
 def crictl(host, args):
-    return host.check_output(f"crictl --runtime-endpoint {SOCKET} --image-endpoint {SOCKET} {args}")
+    return crictl_on(host, SOCKET, args)
 
 
 def test_service_is_running_and_enabled(host):
@@ -43,25 +44,8 @@ def test_cgroup_manager_fits_the_node(host):
 
 
 def test_images_are_imported_under_their_exact_names(host):
-    held = {tag for image in json.loads(crictl(host, "images -o json"))["images"] for tag in image["repoTags"]}
-    for image in VERSIONS["images"].values():
-        ref = f"{image['name']}:{image['version']}"
-        assert (ref in held) is not bool(image.get("set")), ref
+    assert_images_held_over_cri(host, SOCKET)
 
 
 def test_a_container_runs(host):
-    """A pod sandbox and a container of the lab's test image, started over CRI and removed again."""
-    image = f"{VERSIONS['images']['echo']['name']}:{VERSIONS['images']['echo']['version']}"
-    pod = {"metadata": {"name": "molecule", "namespace": "default", "uid": "molecule-crio", "attempt": 1},
-           "linux": {}, "log_directory": "/tmp"}
-    box = {"metadata": {"name": "echo"}, "image": {"image": image}, "log_path": "echo.log",
-           "envs": [{"key": "POD_NAME", "value": "molecule"}]}
-    host.check_output(f"echo '{json.dumps(pod)}' > /tmp/pod.json; echo '{json.dumps(box)}' > /tmp/box.json")
-    sandbox = crictl(host, "runp /tmp/pod.json")
-    try:
-        cid = crictl(host, f"create {sandbox} /tmp/box.json /tmp/pod.json")
-        crictl(host, f"start {cid}")
-        assert json.loads(crictl(host, f"inspect {cid}"))["status"]["state"] == "CONTAINER_RUNNING"
-    finally:
-        crictl(host, f"stopp {sandbox}")
-        crictl(host, f"rmp {sandbox}")
+    assert_a_container_runs(host, SOCKET, "molecule-crio")
