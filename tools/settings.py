@@ -280,10 +280,7 @@ def _check_runtime_cache(counts: dict, profile: str, versions: dict, artifacts: 
     from tools import artifacts as art  # noqa: PLC0415 - tools.artifacts reads the settings in its CLI only
 
     cache = art.default_cache()
-    try:
-        entries = json.loads((cache / art.MANIFEST).read_text()).get("files", {})
-    except (OSError, ValueError, AttributeError):
-        entries = {}
+    entries = art.Manifest(cache).entries
     out = []
     comps = runtime_components(counts)
     for item in art.plan(versions, arch, runtime_sets(counts, versions)):
