@@ -17,6 +17,11 @@ from labs.timing import wait_for
 REQUESTS = 6  # to the Service, from each pod
 
 
+def answering(text: str) -> Counter:
+    """How often each pod answered, in the output of the image's HTTP client."""
+    return Counter(pod for pod, _node in ECHO_ANSWER.findall(text))
+
+
 @check(
     "C32", _("The kubelet runs pods through any CRI runtime: containerd, CRI-O and Docker Engine side by side"),
     claim=_("The kubelet runs containers through any runtime that implements CRI (containerd, CRI-O, Docker Engine "
@@ -104,7 +109,7 @@ def run(lab: Lab, ev: Evidence) -> None:
             direct = "for u in " + " ".join(f"http://{other.status.pod_ip}:8080/" for other in pods.values()) + \
                 "; do echo-server get $u 2; done"
             out = pod_exec(lab, ns, pod.metadata.name, ["sh", "-c", direct], check=False)
-            got = Counter(who for who, _node in ECHO_ANSWER.findall(out))
+            got = answering(out)
             ev.expect(all(got[p.metadata.name] for p in pods.values()),
                       _("from {pod} ({runtime}): every pod answers at its address ({answers})").format(
                           pod=pod.metadata.name, runtime=runtimes[node],
@@ -115,8 +120,7 @@ def run(lab: Lab, ev: Evidence) -> None:
             script = f"i=0; while [ $i -lt {REQUESTS} ]; do i=$((i+1)); echo-server get http://{ip}/ 2; done"
 
             def through_service(name=pod.metadata.name, script=script) -> Counter | None:
-                answers = Counter(who for who, _node in ECHO_ANSWER.findall(
-                    pod_exec(lab, ns, name, ["sh", "-c", script], check=False)))
+                answers = answering(pod_exec(lab, ns, name, ["sh", "-c", script], check=False))
                 return answers if sum(answers.values()) == REQUESTS else None
 
             got = wait_for(through_service, sync, _("{count} answers from {ip} in {pod} ({runtime})").format(
