@@ -187,17 +187,19 @@ def changed_tasks(output: str) -> list[str]:
 # stop the kubelet, kube-proxy and the control plane of the one machine that runs everything, which no other
 # profile does.
 SAME_ON_BOTH = ("C10", "C11", "C13", "C14", "C25", "C29")
-# What skips where, each with its reason: one etcd member, one API server, etcd stacked; on single also the checks
+# What skips where, each with its reason: one etcd member, one API server, etcd stacked, containerd on every node
+# (C32); on single also the checks
 # that need two workers (C11's cordon and taint legs, C26 across nodes, C29 a node lost and one to take its pods).
-SKIPPED = {"default": ["C09", "C28", "C31"], "single": ["C09", "C11", "C26", "C28", "C29", "C31"]}
+SKIPPED = {"default": ["C09", "C28", "C31", "C32"],
+           "single": ["C09", "C11", "C26", "C28", "C29", "C31", "C32"]}
 
 
 @pytest.mark.labs
 def test_lab_checks_on_a_profile_with_one_control_plane_node(cluster, tmp_path):
     """One control-plane node (single, default): the checks that need three etcd members or several API servers
-    (C09, C28), etcd on machines of its own (C31), or on single two workers, skip and say why; every other check
-    passes, the disruptive ones included (on default those whose run repeats ha's, SAME_ON_BOTH, with `make
-    test-labs` only). (The ha profile's run is in test_labs.py, with the falsification tests.)"""
+    (C09, C28), etcd on machines of its own (C31), workers on other runtimes (C32), or on single two workers,
+    skip and say why; every other check passes, the disruptive ones included (on default those whose run repeats
+    ha's, SAME_ON_BOTH, with `make test-labs` only). (The ha profile's run is in test_labs.py, with the falsification tests.)"""
     profile, _ = cluster
     if profile not in SKIPPED:
         pytest.skip("the ha profile's lab checks run in test_labs.py")

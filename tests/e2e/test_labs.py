@@ -172,7 +172,8 @@ def falsifiers(lab: Lab) -> dict[str, tuple]:
 
 
 # Checks whose claim needs another topology than ha are falsified in the tests of that topology.
-CASES_ELSEWHERE = {"C31": "test_topologies.py (external-etcd profile)"}
+CASES_ELSEWHERE = {"C31": "test_topologies.py (external-etcd profile)",
+                   "C32": "test_runtimes.py (runtimes profile)"}
 # Faults of a check that ha runs as well, whose fault needs another topology (C02 on a control plane that takes
 # workloads).
 FAULTS_ELSEWHERE = {"C02-single": "test_cluster.py (single profile)"}
@@ -220,7 +221,7 @@ def test_after_every_falsification_every_check_passes_and_leaves_the_cluster_hea
     rc, out = lab_check("--all", "--json", str(report), "--junit", str(tmp_path / "r.xml"),
                         "--markdown", str(tmp_path / "r.md"))
     results = json.loads(report.read_text())
-    # ha has every topology but an external etcd's (C31: skipped, with its reason)
+    # ha has every topology but an external etcd's (C31) and workers on other runtimes (C32): skipped, with reasons
     skipped = {r["id"]: r["message"] for r in results if r["status"] == "skipped"}
     assert sorted(skipped) == sorted(CASES_ELSEWHERE) and all(skipped.values()), skipped
     bad = {r["id"]: r["message"] for r in results if r["status"] not in ("passed", "skipped")}

@@ -16,7 +16,7 @@ import re
 import pytest
 from conftest import lab_check, make
 from test_cluster import recap
-from test_labs import lab_namespaces
+from test_labs import CASES_ELSEWHERE, lab_namespaces
 
 from labs.faults import FAULTS, broken
 from labs.lab import Lab
@@ -90,8 +90,10 @@ def test_second_provision_changes_nothing_on_runtimes(runtimes):
 
 
 def test_c32_fails_while_the_cri_o_worker_runtime_is_stopped(runtimes):
-    """The falsification of C32: CRI-O stopped on its worker (the catalogue's fault C32, `lab break C32`)."""
+    """The falsification of C32 (test_labs.CASES_ELSEWHERE): CRI-O stopped on its worker (the catalogue's fault C32,
+    `lab break C32`)."""
     lab, _ = runtimes
+    assert "C32" in CASES_ELSEWHERE
     fault = FAULTS["C32"]
     with broken(lab, fault):
         result = run_check(lab, load_checks()["C32"], tty=False, wait_healthy=False)

@@ -39,7 +39,7 @@ pytestmark = [
 ]
 PROFILE = os.environ.get("K8S_LAB_SEE_PROFILE", "default")
 # The profile each topology-bound check's commands need (the check itself skips elsewhere).
-NEEDS = {"C09": ("ha",), "C28": ("ha",), "C31": ("external-etcd",)}
+NEEDS = {"C09": ("ha",), "C28": ("ha",), "C31": ("external-etcd",), "C32": ("runtimes",)}
 # A comment that starts so announces a command that fails (exit status not 0).
 FAILS = re.compile(r"^(fails|refused|nothing|forbidden|gone|no answer|no$|422)", re.I)
 # "No such file or directory" as a shell or coreutils prints it, capitalised: a component's log that a command shows
