@@ -33,6 +33,8 @@ inventory publishes as ``lab_artifacts`` for the artifacts role.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -71,6 +73,45 @@ NODE_GROUPS = ("all", "control_plane", "none")
 
 class ArtifactError(Exception):
     """A problem the user has to act on; printed without a traceback."""
+
+
+LOCK = ".fill.lock"
+LOCK_WAIT = 3 * 3600  # s: a cold fill builds every component from its Go module (an hour and more on 2 cores)
+
+
+@contextlib.contextmanager
+def fill_lock(cache: Path, *, wait: float = LOCK_WAIT, poll: float = 5.0, log=print):
+    """One fill of a cache at a time: two (two terminals, a test run beside `make artifacts`) would build into the
+    same work directories and record the same manifest. The second waits, boundedly, for the first to finish."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / LOCK, "a+") as handle:
+        deadline = time.monotonic() + wait
+        told = False
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                if time.monotonic() >= deadline:
+                    raise ArtifactError(f"the cache {cache} is being filled by {holder} and was not released "
+                                        f"within {wait:.0f}s; wait for it, or stop it and run `make artifacts` "
+                                        "again") from None
+                if not told:
+                    log(f"artifacts: waiting for {holder}, which is filling {cache}")
+                    told = True
+                time.sleep(poll)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def host_arch() -> str:
@@ -1130,13 +1171,14 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{art.id:28} {art.version:10} {state:24} {art.relpath}")
             return 0
         source = canonical_source(args.source or "auto")
-        for arch in arches:
-            started = time.monotonic()
-            via = f", mirror {mirror}" if mirror and source in ("auto", "mirror") else ""
-            print(f"artifact cache {cache} ({arch}, source {source}{via})")
-            counts = ensure(cache, source, arch, args.only, mirror=mirror, sets=args.sets, trees=trees)
-            print(f"artifacts: {counts['cached']} cached, {counts['download']} downloaded, {counts['build']} built "
-                  f"in {time.monotonic() - started:.1f}s")
+        with fill_lock(cache):
+            for arch in arches:
+                started = time.monotonic()
+                via = f", mirror {mirror}" if mirror and source in ("auto", "mirror") else ""
+                print(f"artifact cache {cache} ({arch}, source {source}{via})")
+                counts = ensure(cache, source, arch, args.only, mirror=mirror, sets=args.sets, trees=trees)
+                print(f"artifacts: {counts['cached']} cached, {counts['download']} downloaded, "
+                      f"{counts['build']} built in {time.monotonic() - started:.1f}s")
         return 0
     except ArtifactError as exc:
         print(f"artifacts: error: {exc}", file=sys.stderr)

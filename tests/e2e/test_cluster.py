@@ -199,7 +199,8 @@ def test_lab_checks_on_a_profile_with_one_control_plane_node(cluster, tmp_path):
     """One control-plane node (single, default): the checks that need three etcd members or several API servers
     (C09, C28), etcd on machines of its own (C31), workers on other runtimes (C32), or on single two workers,
     skip and say why; every other check passes, the disruptive ones included (on default those whose run repeats
-    ha's, SAME_ON_BOTH, with `make test-labs` only). (The ha profile's run is in test_labs.py, with the falsification tests.)"""
+    ha's, SAME_ON_BOTH, with `make test-labs` only). (The ha profile's run is in test_labs.py, with the
+    falsification tests.)"""
     profile, _ = cluster
     if profile not in SKIPPED:
         pytest.skip("the ha profile's lab checks run in test_labs.py")

@@ -460,3 +460,16 @@ def test_kubernetes_binaries_are_stamped_with_the_pinned_version():
     flags = A.kubernetes_ldflags("v1.37.2")
     assert "-X k8s.io/component-base/version.gitVersion=v1.37.2" in flags
     assert "-X k8s.io/client-go/pkg/version.gitMinor=37" in flags
+
+
+def test_one_fill_of_a_cache_at_a_time(tmp_path):
+    """A second fill of the same cache waits for the first, boundedly, and then says who holds it."""
+    from tools.artifacts import ArtifactError, fill_lock
+
+    said: list[str] = []
+    held = r"filled by pid \d+ and was not released within 0s"
+    with (fill_lock(tmp_path), pytest.raises(ArtifactError, match=held),
+          fill_lock(tmp_path, wait=0, poll=0, log=said.append)):
+        pass
+    with fill_lock(tmp_path, wait=0):  # released: the next fill takes it at once
+        pass
