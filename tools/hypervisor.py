@@ -2,10 +2,22 @@
 
 A /dev/kvm that exists proves little: under nested virtualization it can be
 present while no guest can run (qemu aborts with ``-cpu host``, or the guest
-kernel hangs). So the KVM probe boots a real (tiny) guest: qemu with KVM and
-the host's CPU model runs a 512-byte boot sector that writes "OK" to the
-serial port and exits qemu through its debug-exit port. Bounded: a few
-seconds at most.
+kernel hangs). So the KVM probe boots real guests, in two stages:
+
+1. qemu with KVM and the host's CPU model runs a 512-byte boot sector that
+   writes "OK" to the serial port and exits qemu through its debug-exit port
+   (a second at most; catches the hosts where qemu aborts at once);
+2. then a Linux kernel (the host's own in /boot, else the one of the lab's
+   box, from the artifact cache) must print its "Linux version" banner on the
+   serial console. A boot sector is not enough: on nested hosts whose KVM
+   lacks what a kernel needs, the sector (even in long mode) runs while the
+   kernel hangs right after its real-mode setup ("Probing EDD ... ok"), and
+   a VM created with KVM there never gets an IP address.
+
+The kernel's verdict is kept in the artifact cache (kvm-probe.json), keyed by
+the host's boot, qemu and the kernel tried, so later calls cost nothing.
+Bounded: 20 seconds at most. Where no kernel is found, the boot sector's
+verdict stands and the reason says so.
 
     python3 -m tools.hypervisor     # what this host can run, and why
 """
@@ -13,6 +25,7 @@ seconds at most.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import platform
 import shutil
@@ -24,6 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROBE_TIMEOUT = 15.0  # seconds: a working KVM boots the sector in well under one
+KERNEL_PROBE_TIMEOUT = 20.0  # seconds: under KVM the banner comes in well under one, and the kernel panics
+# (no root file system; panic=-1 and -no-reboot end qemu) a second or two later
+KERNEL_BANNER = "Linux version"
 
 # mov dx,0x3f8; mov al,'O'; out dx,al; mov al,'K'; out dx,al; mov al,10; out dx,al
 # mov al,1; mov dx,0xf4; out dx,al (isa-debug-exit: qemu exits with status 3); cli; hlt; jmp $-1
@@ -55,8 +71,12 @@ def _run(cmd: list[str], timeout: float) -> tuple[int | None, str]:
 def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
               exists: Callable[[str], bool] = os.path.exists,
               run: Callable[[list[str], float], tuple[int | None, str]] = _run,
-              machine: str | None = None) -> Probe:
-    """Can qemu run a guest with KVM and the host CPU model (as libvirt's host-model/passthrough would)?"""
+              machine: str | None = None,
+              kernels: Callable[[], list[Path]] | None = None,
+              cache: Path | None | bool = True) -> Probe:
+    """Can qemu run a guest with KVM and the host CPU model (as libvirt's host-model/passthrough would)?
+    ``kernels`` lists the Linux kernels the second stage may boot (default: probe_kernels); ``cache`` is the file
+    that keeps the kernel's verdict (True: the artifact cache's kvm-probe.json; None: not kept)."""
     machine = machine or platform.machine()
     if not exists("/dev/kvm"):
         return Probe(False, "/dev/kvm is missing (no KVM module, or hardware virtualization off in the firmware)")
@@ -66,6 +86,9 @@ def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
         qemu = which("qemu-system-x86_64")
         if not qemu:
             return Probe(False, "qemu-system-x86_64 is not installed (package qemu-system-x86)")
+        kept = _kept_verdict(qemu, kernels, cache)
+        if kept:
+            return kept
         with tempfile.TemporaryDirectory(prefix="k8s-lab-kvm-") as tmp:
             disk = Path(tmp) / "probe.img"
             disk.write_bytes(BOOT_SECTOR)
@@ -74,7 +97,7 @@ def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
                                "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
                                "-drive", f"file={disk},format=raw,if=ide"], PROBE_TIMEOUT)
         if status == _DEBUG_EXIT_STATUS and "OK" in out:
-            return Probe(True, "a KVM guest with the host CPU model ran (qemu probe)")
+            return probe_kvm_kernel(qemu, kernels=kernels, run=run, cache=cache)
         if status is None:
             return Probe(False, f"a KVM guest did not finish a 512-byte boot within {PROBE_TIMEOUT:.0f} s")
         last = next((line.strip() for line in reversed(out.splitlines()) if "error" in line.lower()),
@@ -91,6 +114,122 @@ def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
             return Probe(True, "qemu created a KVM guest with the host CPU model (qemu probe)")
         return Probe(False, f"qemu cannot create a KVM guest here: {out.strip().splitlines()[-1:] or status}")
     return Probe(False, f"no KVM probe for {machine}")
+
+
+def probe_kernels() -> list[Path]:
+    """Linux kernels (x86_64 bzImage) the KVM probe can boot: the running host kernel's own file, any other in
+    /boot, then the one of the lab's box (extracted once from the box's root file system in the artifact cache)."""
+    found: list[Path] = []
+    release = platform.release()
+    for candidate in [Path(f"/boot/vmlinuz-{release}"), *sorted(Path("/boot").glob("vmlinuz-*"), reverse=True)]:
+        if candidate not in found and candidate.is_file() and os.access(candidate, os.R_OK):
+            found.append(candidate)
+    box_kernel = _box_kernel()
+    if box_kernel:
+        found.append(box_kernel)
+    return found
+
+
+def _box_kernel() -> Path | None:
+    """The box's kernel, kept beside the box in the cache (<cache>/box/kernel/vmlinuz-*), extracted from the box's
+    root file system tar when it is not there yet. None when there is no box root file system."""
+    import tarfile
+
+    from tools import locations
+
+    boxdir = locations.default_cache() / "box"
+    kept = sorted((boxdir / "kernel").glob("vmlinuz-*"))
+    if kept:
+        return kept[-1]
+    for rootfs in sorted(boxdir.glob("rootfs-*.tar"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            with tarfile.open(rootfs) as tar:
+                for member in tar:
+                    name = member.name.lstrip("./")
+                    if name.startswith("boot/vmlinuz-") and member.isfile():
+                        data = tar.extractfile(member)
+                        if data is None:
+                            continue
+                        target = boxdir / "kernel" / Path(name).name
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        part = target.with_suffix(".part")
+                        part.write_bytes(data.read())
+                        part.replace(target)
+                        return target
+        except (OSError, tarfile.TarError):
+            continue
+    return None
+
+
+def _verdict_key(qemu: str, kernel: Path) -> str:
+    def ident(path: str | Path) -> str:
+        st = os.stat(path)
+        return f"{path}:{st.st_size}:{int(st.st_mtime)}"
+
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = "unknown-boot"
+    return f"{boot}|{ident(qemu)}|{ident(kernel)}"
+
+
+def _cache_file(cache: Path | None | bool) -> Path | None:
+    if cache is True:
+        from tools import locations
+
+        return locations.default_cache() / "kvm-probe.json"
+    return cache or None
+
+
+def _kept_verdict(qemu: str, kernels: Callable[[], list[Path]] | None, cache: Path | None | bool) -> Probe | None:
+    """The verdict kept for this boot of the host, this qemu and the kernel the probe would try, if any."""
+    file = _cache_file(cache)
+    if not file or not file.exists():
+        return None
+    candidates = (kernels or probe_kernels)()
+    if not candidates:
+        return None
+    try:
+        kept = json.loads(file.read_text())
+        if kept.get("key") == _verdict_key(qemu, candidates[0]):
+            return Probe(bool(kept["ok"]), str(kept["reason"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def probe_kvm_kernel(qemu: str, *, kernels: Callable[[], list[Path]] | None = None,
+                     run: Callable[[list[str], float], tuple[int | None, str]] = _run,
+                     cache: Path | None | bool = True) -> Probe:
+    """The second stage: does a Linux kernel under KVM (host CPU model) print its banner on the serial console?"""
+    candidates = (kernels or probe_kernels)()
+    if not candidates:
+        return Probe(True, "a KVM guest with the host CPU model ran a boot sector (qemu probe; no Linux kernel "
+                           "found to try: none in /boot, no box built yet)")
+    kernel = candidates[0]
+    cache = _cache_file(cache)
+    status, out = run([qemu, "-accel", "kvm", "-cpu", "host", "-M", "pc", "-m", "256", "-nodefaults",
+                       "-display", "none", "-serial", "stdio", "-no-reboot", "-kernel", str(kernel),
+                       "-append", "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"], KERNEL_PROBE_TIMEOUT)
+    if KERNEL_BANNER in out:
+        probe = Probe(True, f"a KVM guest with the host CPU model booted a Linux kernel ({kernel.name}; qemu probe)")
+    elif status is None:
+        last = next((line.strip() for line in reversed(out.splitlines()) if line.strip()), "nothing")
+        probe = Probe(False, f"a Linux kernel under KVM ({kernel.name}) printed no banner within "
+                             f"{KERNEL_PROBE_TIMEOUT:.0f} s (it hangs after: {last!r}), though a boot sector ran: "
+                             "this host's KVM cannot run a real guest")
+    else:
+        last = next((line.strip() for line in reversed(out.splitlines()) if "error" in line.lower()),
+                    out.strip().splitlines()[-1] if out.strip() else f"exit status {status}")
+        probe = Probe(False, f"qemu cannot boot a Linux kernel under KVM here: {last}")
+    if cache:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps({"key": _verdict_key(qemu, kernel), "ok": probe.ok,
+                                         "reason": probe.reason}) + "\n")
+        except OSError:
+            pass
+    return probe
 
 
 def probe_virtualbox(*, which: Callable[[str], str | None] = shutil.which,

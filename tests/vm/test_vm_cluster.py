@@ -79,11 +79,20 @@ def run(cmd: list[str], timeout: float, marks: dict[str, str] | None = None) -> 
     return proc.returncode, "\n".join(lines)
 
 
+RUBY_FRAME = re.compile(r"^\s*(E\s+)?from /\S+:\d+:in `")
+
+
+def tail(out: str, size: int) -> str:
+    """The end of a command's output without Ruby's backtrace frames: a Vagrant error's message comes before a
+    backtrace longer than any tail, and the message is what the reader needs."""
+    return "\n".join(line for line in out.splitlines() if not RUBY_FRAME.match(line))[-size:]
+
+
 def timed(name: str, cmd: list[str], timeout: float) -> str:
     started = time.monotonic()
     rc, out = run(cmd, timeout)
     TIMES[name] = time.monotonic() - started
-    assert rc == 0, f"{' '.join(cmd)} failed (exit {rc}):\n{out[-6000:]}"
+    assert rc == 0, f"{' '.join(cmd)} failed (exit {rc}):\n{tail(out, 6000)}"
     return out
 
 
@@ -146,7 +155,7 @@ def cluster():
     TIMES["up_total"] = total
     if "vms_up" in TIMES:
         TIMES["provisioning"] = total - TIMES["vms_up"]
-    assert rc == 0, f"make up failed:\n{out[-8000:]}"
+    assert rc == 0, f"make up failed:\n{tail(out, 8000)}"
     try:
         yield name
     finally:
