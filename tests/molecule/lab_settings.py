@@ -32,9 +32,14 @@ def molecule_settings(role: str, platforms: list[dict]) -> dict:
               "pod_cidr": str(next(subnets)), "runtime": runtime,
               "cri_socket": settings.RUNTIMES[runtime]["socket"]} for p in platforms]
     node_cidr = platforms[0]["docker_networks"][0]["ipam_config"][0]["subnet"]
+    # A runtime's scenario (crio, cri_dockerd) is one worker and no control plane: the API endpoint derived()
+    # names is then the scenario's own node, which those roles never read.
+    api_nodes = nodes if any(n["role"] == "control_plane" for n in nodes) else \
+        [{**nodes[0], "role": "control_plane"}, *nodes[1:]]
     return {
         **doc,
-        **settings.derived(doc, nodes, node_cidr),
+        **settings.derived(doc, api_nodes, node_cidr),
+        "nodes": nodes,
         "cluster_name": f"molecule-{role.replace('_', '-')}",
         "runtimes_in_use": [runtime],
         "artifact_sets": settings.runtime_sets({"control_plane": 0, "workers": 1, "runtimes": {"w1": runtime}},

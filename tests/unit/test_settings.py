@@ -556,3 +556,18 @@ def test_derived_values_for_other_machines(tmp_path):
     d = S.derived(doc, nodes, "172.30.6.0/24")
     assert d["api"]["endpoint"] == "https://172.30.6.10:8443"
     assert d["nodes"] == nodes and d["paths"] == S.NODE_PATHS
+
+
+@pytest.mark.parametrize(("role", "runtime"), [("crio", "crio"), ("cri_dockerd", "docker"), ("kubelet", "containerd")])
+def test_molecule_settings_of_a_scenario_with_one_worker_and_no_control_plane(role, runtime):
+    """A runtime's scenario is one worker: its settings resolve (derived() names that node as the API endpoint,
+    which no runtime role reads), the node keeps its worker role and runs the scenario's runtime."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "molecule"))
+    import lab_settings
+
+    platforms = [{"name": f"molecule-{role}-1", "groups": ["k8s_cluster", "workers"],
+                  "networks": [{"ipv4_address": "172.30.31.21"}],
+                  "docker_networks": [{"ipam_config": [{"subnet": "172.30.31.0/24"}]}]}]
+    lab = lab_settings.molecule_settings(role, platforms)
+    assert [(n["role"], n["runtime"]) for n in lab["nodes"]] == [("worker", runtime)]
+    assert lab["api"]["endpoint"].startswith("https://172.30.31.21:")
