@@ -72,11 +72,11 @@ def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
               exists: Callable[[str], bool] = os.path.exists,
               run: Callable[[list[str], float], tuple[int | None, str]] = _run,
               machine: str | None = None,
-              kernels: Callable[[], list[Path]] | None = None,
+              kernel: Callable[[], Path | None] | None = None,
               cache: Path | None | bool = True) -> Probe:
     """Can qemu run a guest with KVM and the host CPU model (as libvirt's host-model/passthrough would)?
-    ``kernels`` lists the Linux kernels the second stage may boot (default: probe_kernels); ``cache`` is the file
-    that keeps the kernel's verdict (True: the artifact cache's kvm-probe.json; None: not kept)."""
+    ``kernel`` finds the Linux kernel the second stage boots (default: probe_kernel); ``cache`` is the file that
+    keeps the kernel's verdict (True: the artifact cache's kvm-probe.json; None: not kept)."""
     machine = machine or platform.machine()
     if not exists("/dev/kvm"):
         return Probe(False, "/dev/kvm is missing (no KVM module, or hardware virtualization off in the firmware)")
@@ -86,7 +86,9 @@ def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
         qemu = which("qemu-system-x86_64")
         if not qemu:
             return Probe(False, "qemu-system-x86_64 is not installed (package qemu-system-x86)")
-        kept = _kept_verdict(qemu, kernels, cache)
+        vmlinuz = (kernel or probe_kernel)()
+        cache = _cache_file(cache) if vmlinuz else None
+        kept = _kept_verdict(cache, qemu, vmlinuz)
         if kept:
             return kept
         with tempfile.TemporaryDirectory(prefix="k8s-lab-kvm-") as tmp:
@@ -97,12 +99,10 @@ def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
                                "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
                                "-drive", f"file={disk},format=raw,if=ide"], PROBE_TIMEOUT)
         if status == _DEBUG_EXIT_STATUS and "OK" in out:
-            return probe_kvm_kernel(qemu, kernels=kernels, run=run, cache=cache)
+            return probe_kvm_kernel(qemu, vmlinuz, run=run, cache=cache)
         if status is None:
             return Probe(False, f"a KVM guest did not finish a 512-byte boot within {PROBE_TIMEOUT:.0f} s")
-        last = next((line.strip() for line in reversed(out.splitlines()) if "error" in line.lower()),
-                    out.strip().splitlines()[-1] if out.strip() else f"exit status {status}")
-        return Probe(False, f"qemu cannot run a KVM guest here: {last}")
+        return Probe(False, f"qemu cannot run a KVM guest here: {_last_error(status, out)}")
     if machine in ("aarch64", "arm64"):
         qemu = which("qemu-system-aarch64")
         if not qemu:
@@ -116,18 +116,20 @@ def probe_kvm(*, which: Callable[[str], str | None] = shutil.which,
     return Probe(False, f"no KVM probe for {machine}")
 
 
-def probe_kernels() -> list[Path]:
-    """Linux kernels (x86_64 bzImage) the KVM probe can boot: the running host kernel's own file, any other in
-    /boot, then the one of the lab's box (extracted once from the box's root file system in the artifact cache)."""
-    found: list[Path] = []
+def _last_error(status: int | None, out: str) -> str:
+    """What a failed qemu run says: its last line with "error" in it, else its last line, else its status."""
+    return next((line.strip() for line in reversed(out.splitlines()) if "error" in line.lower()),
+                out.strip().splitlines()[-1] if out.strip() else f"exit status {status}")
+
+
+def probe_kernel() -> Path | None:
+    """The Linux kernel (x86_64 bzImage) the KVM probe boots: the running host kernel's own file, else another in
+    /boot, else the lab's box kernel (extracted once from the box's root file system in the artifact cache)."""
     release = platform.release()
     for candidate in [Path(f"/boot/vmlinuz-{release}"), *sorted(Path("/boot").glob("vmlinuz-*"), reverse=True)]:
-        if candidate not in found and candidate.is_file() and os.access(candidate, os.R_OK):
-            found.append(candidate)
-    box_kernel = _box_kernel()
-    if box_kernel:
-        found.append(box_kernel)
-    return found
+        if candidate.is_file() and os.access(candidate, os.R_OK):
+            return candidate
+    return _box_kernel()
 
 
 def _box_kernel() -> Path | None:
@@ -181,33 +183,27 @@ def _cache_file(cache: Path | None | bool) -> Path | None:
     return cache or None
 
 
-def _kept_verdict(qemu: str, kernels: Callable[[], list[Path]] | None, cache: Path | None | bool) -> Probe | None:
+def _kept_verdict(cache: Path | None, qemu: str, kernel: Path | None) -> Probe | None:
     """The verdict kept for this boot of the host, this qemu and the kernel the probe would try, if any."""
-    file = _cache_file(cache)
-    if not file or not file.exists():
-        return None
-    candidates = (kernels or probe_kernels)()
-    if not candidates:
+    if not cache or not kernel or not cache.exists():
         return None
     try:
-        kept = json.loads(file.read_text())
-        if kept.get("key") == _verdict_key(qemu, candidates[0]):
+        kept = json.loads(cache.read_text())
+        if kept.get("key") == _verdict_key(qemu, kernel):
             return Probe(bool(kept["ok"]), str(kept["reason"]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     return None
 
 
-def probe_kvm_kernel(qemu: str, *, kernels: Callable[[], list[Path]] | None = None,
+def probe_kvm_kernel(qemu: str, kernel: Path | None, *,
                      run: Callable[[list[str], float], tuple[int | None, str]] = _run,
-                     cache: Path | None | bool = True) -> Probe:
-    """The second stage: does a Linux kernel under KVM (host CPU model) print its banner on the serial console?"""
-    candidates = (kernels or probe_kernels)()
-    if not candidates:
+                     cache: Path | None = None) -> Probe:
+    """The second stage: does a Linux kernel under KVM (host CPU model) print its banner on the serial console?
+    ``cache``: the file that keeps the verdict (None: not kept)."""
+    if not kernel:
         return Probe(True, "a KVM guest with the host CPU model ran a boot sector (qemu probe; no Linux kernel "
                            "found to try: none in /boot, no box built yet)")
-    kernel = candidates[0]
-    cache = _cache_file(cache)
     status, out = run([qemu, "-accel", "kvm", "-cpu", "host", "-M", "pc", "-m", "256", "-nodefaults",
                        "-display", "none", "-serial", "stdio", "-no-reboot", "-kernel", str(kernel),
                        "-append", "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"], KERNEL_PROBE_TIMEOUT)
@@ -219,9 +215,7 @@ def probe_kvm_kernel(qemu: str, *, kernels: Callable[[], list[Path]] | None = No
                              f"{KERNEL_PROBE_TIMEOUT:.0f} s (it hangs after: {last!r}), though a boot sector ran: "
                              "this host's KVM cannot run a real guest")
     else:
-        last = next((line.strip() for line in reversed(out.splitlines()) if "error" in line.lower()),
-                    out.strip().splitlines()[-1] if out.strip() else f"exit status {status}")
-        probe = Probe(False, f"qemu cannot boot a Linux kernel under KVM here: {last}")
+        probe = Probe(False, f"qemu cannot boot a Linux kernel under KVM here: {_last_error(status, out)}")
     if cache:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)

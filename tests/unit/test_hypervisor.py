@@ -35,7 +35,7 @@ def test_boot_sector_is_a_valid_mbr():
 ])
 def test_kvm_probe_verdicts(result, ok, reason):
     kwargs, calls = fake(("qemu-system-x86_64",), ("/dev/kvm",), result)
-    probe = H.probe_kvm(machine="x86_64", kernels=list, cache=None, **kwargs)
+    probe = H.probe_kvm(machine="x86_64", kernel=lambda: None, cache=None, **kwargs)
     assert probe.ok is ok and reason in probe.reason
     cmd = calls[0]
     assert cmd[cmd.index("-accel") + 1] == "kvm" and cmd[cmd.index("-cpu") + 1] == "host"
@@ -66,7 +66,7 @@ def two_stage(kernel_result, tmp_path):
         return kernel_result if "-kernel" in cmd else SECTOR_OK
 
     return dict(which=lambda name: str(tmp_path / name), exists=lambda path: True, run=run,
-                kernels=lambda: [kernel]), calls
+                kernel=lambda: kernel), calls
 
 
 @pytest.fixture()
@@ -97,7 +97,7 @@ def test_the_kernels_verdict_is_kept_for_this_boot_qemu_and_kernel(tmp_path):
     assert not first.ok and len(calls) == 2 and cache.exists()
     again = H.probe_kvm(machine="x86_64", cache=cache, **kwargs)
     assert again == first and len(calls) == 2  # no qemu at all the second time
-    kernel = kwargs["kernels"]()[0]
+    kernel = kwargs["kernel"]()
     kernel.write_bytes(b"another bzImage")  # another kernel (or qemu, or a reboot): probed again
     H.probe_kvm(machine="x86_64", cache=cache, **kwargs)
     assert len(calls) == 4
@@ -105,7 +105,7 @@ def test_the_kernels_verdict_is_kept_for_this_boot_qemu_and_kernel(tmp_path):
 
 def test_without_a_kernel_the_boot_sectors_verdict_stands_and_says_so(tmp_path):
     kwargs, _ = two_stage(KERNEL_BOOTS, tmp_path)
-    kwargs["kernels"] = list
+    kwargs["kernel"] = lambda: None
     probe = H.probe_kvm(machine="x86_64", cache=None, **kwargs)
     assert probe.ok and "no Linux kernel found" in probe.reason
 
