@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from labs.i18n import _
-from labs.kube import bound_requests, node_ips
+from labs.kube import bound_requests, node_ips, pod_manifest, test_image
 from labs.nodes import NodeAccess, venv_on_path
 from labs.paths import DEFAULT_INVENTORY
 from labs.registry import Evidence, LabError
@@ -217,28 +217,50 @@ class Lab(NodeAccess):
                     .format(nodes=", ".join(want)))
 
     def wait_controllers_act(self, timeout: float) -> None:
-        """The controller manager acts on a new object again: a probe namespace gets its default ServiceAccount,
-        then goes. A leader can hold its lease and still act on nothing for a minute: after its local API server
-        restarts, that server refuses requests (403, its RBAC caches not filled yet) until it is ready, and each of
-        the leader's informers that met a refusal retries only after a backoff of up to 30 s, doubled by jitter."""
+        """The control loops act on a new object again: a probe namespace gets its default ServiceAccount (the
+        controller manager), then a probe pod that no node may take is refused (the scheduler), then both go. A leader
+        can hold its lease and still act on nothing for a minute: after its local API server restarts, that server
+        refuses requests (403, its RBAC caches not filled yet) until it is ready, and each of the leader's informers
+        that met a refusal retries only after a backoff of up to 30 s, doubled by jitter. A check that starts then
+        meets a scheduler that neither binds nor refuses its pods, and fails for that instead of for its claim."""
         from kubernetes import client
         from kubernetes.client.rest import ApiException
 
         name = f"lab-health-{uuid.uuid4().hex[:5]}"
+        deadline = time.monotonic() + scaled(timeout)
 
-        def create() -> bool:
-            try:
-                self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
-                    name=name, labels={LAB_LABEL: "health"})), _request_timeout=10)
-            except ApiException as exc:
-                if exc.status != 409:  # 409: made by an attempt whose answer was lost
-                    raise
-            return True
+        def left() -> float:
+            return max(scaled(10.0), deadline - time.monotonic()) / Timing.scale
 
-        wait_for(create, 30, _("the API server to create namespace {name}").format(name=name), 1)
+        def create(make, what: str) -> None:
+            def attempt() -> bool:
+                try:
+                    make()
+                except ApiException as exc:
+                    if exc.status != 409:  # 409: made by an attempt whose answer was lost
+                        raise
+                return True
+
+            wait_for(attempt, 30, what, 1)
+
+        create(lambda: self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+            name=name, labels={LAB_LABEL: "health"})), _request_timeout=10),
+            _("the API server to create namespace {name}").format(name=name))
         try:
-            self.wait_default_service_account(name, timeout, _(
+            self.wait_default_service_account(name, left(), _(
                 "the controllers to act again (the default ServiceAccount of {name})").format(name=name))
+            probe = "scheduler-probe"
+            create(lambda: self.core.create_namespaced_pod(name, pod_manifest(
+                probe, test_image(), nodeSelector={"k8s-arch-lab/nowhere": "true"}), _request_timeout=10),
+                _("the API server to create pod {name}/{probe}").format(name=name, probe=probe))
+
+            def refused() -> bool:
+                pod = self.core.read_namespaced_pod(probe, name, _request_timeout=10)
+                return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+                           for c in pod.status.conditions or [])
+
+            wait_for(refused, left(), _("the scheduler to act again (to refuse pod {name}/{probe}, which no node "
+                                        "may take)").format(name=name, probe=probe), 0.5)
         finally:
             self.delete_namespace(name, timeout=60)
 
