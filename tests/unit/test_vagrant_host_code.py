@@ -1,0 +1,50 @@
+"""The Vagrantfile's host code (tools/vagrant/lab_host.rb) on a Windows-like, a macOS-like and a Linux host: the Ruby
+tests (tests/ruby/test_lab_host.rb) run under each host's RbConfig host_os with every host command refused; the key
+the host code makes is one OpenSSH itself reads."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def ruby():
+    found = shutil.which("ruby")
+    if not found:
+        pytest.skip("Ruby is not installed (it comes with Vagrant: `make deps`)")
+    return found
+
+
+def test_the_host_code_runs_on_every_host_without_a_host_command(ruby):
+    proc = subprocess.run([ruby, str(ROOT / "tests/ruby/test_lab_host.rb")], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " 0 failures, 0 errors" in proc.stdout, proc.stdout
+
+
+def test_openssh_reads_the_key_the_host_code_makes(ruby, tmp_path):
+    if not shutil.which("ssh-keygen"):
+        pytest.skip("no ssh-keygen to cross-check with")
+    key = tmp_path / "state" / "ssh" / "id_ed25519"
+    script = f'require {str(ROOT / "tools/vagrant/lab_host")!r}; puts LabHost.ensure_ssh_key({str(key)!r})'
+    public = subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+    derived = subprocess.run(["ssh-keygen", "-y", "-f", str(key)], capture_output=True, text=True, timeout=60,
+                             check=True).stdout
+    assert derived.split()[:2] == public.split()[:2]
+    assert key.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_host_code_names_no_host_command():
+    """What the Vagrantfile runs on every host is Ruby alone: no shell-out, no ssh-keygen, no hard-coded Unix path."""
+    lines = (ROOT / "tools/vagrant/lab_host.rb").read_text().splitlines()
+    code = "\n".join(line.split(" # ")[0] for line in lines if not line.strip().startswith("#"))  # comments aside
+    for banned in ("system(", "`", "%x", "Open3", "spawn(", "ssh-keygen", '"/tmp', '"/usr', '"/bin'):
+        assert banned not in code, banned
+    vagrantfile = [line for line in (ROOT / "Vagrantfile").read_text().splitlines() if not line.strip().startswith("#")]
+    assert not [line for line in vagrantfile if "ssh-keygen" in line]
