@@ -22,7 +22,7 @@ ifdef K8S_LAB_STATE_DIR
 export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
 endif
 
-.PHONY: help deps test-tools artifacts artifacts-runtimes test-runtimes node-image box settings up down provision smoke repair status stop start check cis conformance rotate-encryption-key renew-certificates test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
+.PHONY: help deps test-tools artifacts artifacts-runtimes test-runtimes node-image box settings up down provision smoke repair status stop start check cis conformance rotate-encryption-key renew-certificates etcd-snapshot etcd-restore test-drills test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -144,6 +144,16 @@ rotate-encryption-key: settings ## a new key for Secrets at rest, every Secret r
 
 renew-certificates: settings ## reissue every leaf certificate (CAs stay) and restart what uses them one at a time (no downtime with several control-plane nodes)
 	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/renew-certificates.yml
+
+etcd-snapshot: settings ## a snapshot of etcd from a healthy member, checked with etcdutl, into the state folder's etcd-snapshots/ (with its revision and time)
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/etcd-snapshot.yml
+
+etcd-restore: settings ## restore every etcd member from one snapshot as a new cluster (SNAPSHOT=path; default: the newest); refuses a damaged one before touching anything
+	@ANSIBLE_CONFIG=ansible.cfg $(VENV)/bin/ansible-playbook -i inventory playbooks/etcd-restore.yml \
+		$(if $(SNAPSHOT),-e etcd_restore_snapshot=$(abspath $(SNAPSHOT)))
+
+test-drills: deps artifacts node-image ## disaster drills on the default profile (DRILL_PROFILE=ha, external-etcd): etcd snapshot and restore, a damaged snapshot refused (not in CI)
+	@K8S_LAB_DRILLS=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_drills.py $(PYTEST_ARGS)
 
 test-security: deps artifacts node-image ## default profile: a key rotation and a certificate renewal with the checks passing after each (not in CI)
 	@K8S_LAB_SECURITY=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_security.py $(PYTEST_ARGS)

@@ -51,10 +51,11 @@ def lab_check(*args: str, timeout: float = 1800) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def make(target: str, profile: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
+def make(target: str, profile: str, timeout: float, check: bool = True, args: tuple[str, ...] = ()) \
+        -> subprocess.CompletedProcess:
     env = dict(os.environ, PROFILE=profile, PROVIDER="docker")
     started = time.monotonic()
-    proc = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT, env=env, capture_output=True,
+    proc = subprocess.run(["make", "--no-print-directory", target, *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
     print(f"make {target} PROFILE={profile}: rc={proc.returncode} in {time.monotonic() - started:.0f}s")
     if check and proc.returncode != 0:
