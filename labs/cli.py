@@ -249,6 +249,10 @@ def make_parser() -> argparse.ArgumentParser:
                     help="look again until healthy, at most this long (make repair)")
     st.add_argument("--kubeconfig", type=Path, help="admin kubeconfig (default: as for check)")
     st.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
+    certs = command("certs", help="every certificate of every machine and kubeconfig: identity, issuer, expiry, "
+                                  "sorted by expiry; those within 30 days flagged (exit 1 if one has expired)")
+    certs.add_argument("--json", metavar="FILE", help="also write them as JSON")
+    certs.add_argument("--inventory", type=Path, help="Ansible inventory (default: the repository's inventory/)")
     from labs.exercises import add_parser
 
     add_parser(sub, parents=[common])
@@ -286,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             for path in render(observe(lab), out):
                 print(path)
             return 0
+        if args.command == "certs":
+            from labs.certs import main_certs
+
+            return main_certs(Lab(None, args.inventory), args.json)
         if args.command == "status":
             from labs.status import main_status
 

@@ -129,6 +129,30 @@ def status(lab: Lab) -> Report:
     return report
 
 
+def certificates(lab: Lab, report: Report) -> None:
+    """The certificates that have expired (a problem) or expire within lab certs' warning window (a warning), read
+    once per `lab status`, not at every look of --wait."""
+    from labs import certs as C
+
+    report.head(_("certificates"))
+    try:
+        found = C.collect(lab)
+    except Exception as exc:  # noqa: BLE001 - a machine that cannot be read is reported above already
+        report.lines.append("  " + tr(_("not read: {error}").format(error=str(exc).splitlines()[0][:160])))
+        return
+    for cert in found:
+        where = f"{cert.machine}:{cert.path} ({cert.subject})"
+        if cert.state == "expired":
+            report.bad(_("{where} expired on {date}").format(where=where, date=cert.not_after[:10]),
+                       "lab certs; make renew-certificates")
+        elif cert.state == "soon":
+            report.lines.append(f"  {tr(_('WARN')):5} " + tr(_("{where} expires on {date}, in {days:.0f} days").format(
+                where=where, date=cert.not_after[:10], days=cert.days_left)))
+    if not any(c.state != "ok" for c in found):
+        report.ok(_("{count} certificates, none expires within {days} days (lab certs)").format(
+            count=len(found), days=C.WARN_DAYS))
+
+
 def main_status(lab: Lab, wait: float = 0) -> int:
     """Print the status; with ``wait``, look again (every 10 s, at most ``wait`` seconds) until it is healthy."""
     deadline = time.monotonic() + wait
@@ -138,6 +162,7 @@ def main_status(lab: Lab, wait: float = 0) -> int:
             count=len(report.problems), problems=", ".join(report.problems[:4]))), flush=True)
         time.sleep(10)
         report = status(lab)
+    certificates(lab, report)
     print("\n".join(report.lines))
     note = active_note()
     if note:

@@ -142,6 +142,39 @@ def test_an_address_of_the_service_range_no_service_serves_is_refused_on_the_nod
         assert "rc=7" in seen, (node, seen)  # curl: could not connect (refused), not a timeout (28) or an answer
 
 
+def test_lab_certs_shows_what_every_component_serves(cluster, tmp_path):
+    """`lab certs`: a TLS handshake with every API server, etcd member (clients and peers) and kubelet gives the
+    certificate each one serves, with the identity and issuer the PKI gave it; the files and kubeconfigs are listed
+    too, and nothing is expired or near it on a new cluster (exit 0)."""
+    import sys
+
+    from labs.lab import Lab
+
+    lab = Lab()
+    report = tmp_path / "certs.json"
+    proc = subprocess.run([sys.executable, "-m", "labs.cli", "certs", "--json", str(report)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    print(proc.stdout[-4000:])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    found = json.loads(report.read_text())
+    assert all(c["state"] == "ok" for c in found), [c for c in found if c["state"] != "ok"]
+    served = {(c["machine"], c["path"].split()[2].rsplit(":", 1)[1]): c for c in found
+              if c["path"].startswith("served on ") and not c["is_ca"]}
+    cluster_name = lab.setting("cluster_name")
+    ports = lab.setting("ports")
+    for node in lab.control_plane:
+        api = served[(node, str(ports["api_server"]))]
+        assert (api["subject"], api["issuer"]) == ("CN=kube-apiserver", f"CN={cluster_name}-ca"), api
+    for member in lab.etcd_members:
+        for port in (ports["etcd_client"], ports["etcd_peer"]):
+            etcd = served[(member, str(port))]
+            assert (etcd["subject"], etcd["issuer"]) == (f"CN={member}", f"CN={cluster_name}-etcd-ca"), etcd
+    for node in lab.nodes:
+        kubelet = served[(node, "10250")]
+        assert kubelet["subject"] == f"CN=system:node:{node}, O=system:nodes", kubelet
+    assert any(c["machine"] == "controller" and c["path"].endswith("admin.kubeconfig") for c in found)
+
+
 def test_the_cis_benchmark_finds_no_failure(cluster):
     """`make cis` (kube-bench on every machine and the policies from the control host): no FAIL (its exit status),
     on the moved profile with one control-plane node (single in CI, default with K8S_LAB_LABS_FULL); docs/security.md
