@@ -28,11 +28,14 @@ WARN_DAYS = 30
 NODE_FOLDERS = ("/etc/kubernetes", "/etc/etcd", "/var/lib/kubelet", "/var/lib/kube-proxy")
 PEM = re.compile(r"-----BEGIN CERTIFICATE-----\s+.*?-----END CERTIFICATE-----", re.S)
 # One shell command per machine: each certificate file's certificate blocks, and each kubeconfig's embedded client
-# certificate, behind a line that names the file (keys are never printed).
+# certificate, behind a line that names the file (keys are never printed). The pods' own volumes (the cluster CA
+# that every service account token volume carries) are left out.
 GATHER = (
-    "for f in $(find {folders} -type f \\( -name '*.crt' -o -name '*.pem' \\) 2>/dev/null | sort); do "
+    "for f in $(find {folders} -path /var/lib/kubelet/pods -prune -o -type f \\( -name '*.crt' -o -name '*.pem' \\) "
+    "-print 2>/dev/null | sort); do "
     "echo \"@@ $f\"; sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' \"$f\"; done; "
-    "for f in $(find {folders} -type f \\( -name '*kubeconfig*' -o -name 'kubeconfig' \\) 2>/dev/null | sort); do "
+    "for f in $(find {folders} -path /var/lib/kubelet/pods -prune -o -type f \\( -name '*kubeconfig*' -o -name "
+    "'kubeconfig' \\) -print 2>/dev/null | sort); do "
     "echo \"@@ $f\"; sed -n 's/^ *client-certificate-data: *//p' \"$f\"; done; true"
 )
 

@@ -97,6 +97,7 @@ def test_a_restore_brings_back_the_snapshot_state_as_a_new_etcd_cluster(lab, tmp
         proc = make("etcd-restore", PROFILE, timeout=600, check=False, args=(f"SNAPSHOT={damaged}",))
         assert proc.returncode != 0
         assert "is not a sound etcd snapshot" in proc.stdout, proc.stdout[-3000:]
+        assert "expected sha256" in proc.stdout, proc.stdout[-3000:]  # refused for its hash, not for another reason
         assert "Nothing was changed" in proc.stdout
         assert cluster_ids(lab) == before
         assert started_at(lab, "kube-apiserver") == apiservers, "the API servers were restarted"
