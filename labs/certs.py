@@ -166,7 +166,9 @@ def collect(lab: Lab, now: datetime.datetime | None = None) -> list[Cert]:
     script = GATHER.format(folders=" ".join(NODE_FOLDERS))
     gathered = lab.on_each(lab.machines, lambda node: lab.sh(node, f"{served_script(lab, node)}; {script}"))
     certs = [c for node, text in gathered.items() for c in parse_gathered(node, text, now)]
-    certs += on_controller(Path(lab.setting("state_dir") or ".lab"), now)
+    from tools.locations import state_dir
+
+    certs += on_controller(Path(lab.setting("state_dir") or state_dir()), now)
     return sorted(certs, key=lambda c: (c.days_left, c.machine, c.path))
 
 
