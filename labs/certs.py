@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labs.i18n import _
+from labs.i18n import _, tr
+from labs.paths import state_dir
 
 if TYPE_CHECKING:
     from labs.lab import Lab
@@ -166,22 +167,19 @@ def collect(lab: Lab, now: datetime.datetime | None = None) -> list[Cert]:
     script = GATHER.format(folders=" ".join(NODE_FOLDERS))
     gathered = lab.on_each(lab.machines, lambda node: lab.sh(node, f"{served_script(lab, node)}; {script}"))
     certs = [c for node, text in gathered.items() for c in parse_gathered(node, text, now)]
-    from tools.locations import state_dir
-
     certs += on_controller(Path(lab.setting("state_dir") or state_dir()), now)
     return sorted(certs, key=lambda c: (c.days_left, c.machine, c.path))
 
 
+def where(cert: Cert) -> str:
+    """Where a certificate is, as the table and `lab status` show it: machine:path, or the endpoint serving it."""
+    if cert.path.startswith("served on "):
+        return f"{cert.machine}: {tr(_('served on'))}{cert.path.removeprefix('served on')}"
+    return f"{cert.machine}:{cert.path}"
+
+
 def render(certs: list[Cert]) -> str:
     marks = {"expired": _("EXPIRED"), "soon": _("expires within {days} days").format(days=WARN_DAYS), "ok": ""}
-    from labs.i18n import tr
-
-    served = tr(_("served on"))
-
-    def where(c: Cert) -> str:
-        path = served + c.path.removeprefix("served on") if c.path.startswith("served on ") else c.path
-        return f"{c.machine}:{path}" if not path.startswith(served) else f"{c.machine}: {path}"
-
     rows = [(c.not_after[:16].replace("T", " "), f"{c.days_left:.0f}", where(c),
              c.subject + (" [CA]" if c.is_ca else ""), c.issuer, marks[c.state]) for c in certs]
     head = (_("expires (UTC)"), _("days"), _("where"), _("identity"), _("issuer"), "")

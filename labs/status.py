@@ -141,7 +141,7 @@ def certificates(lab: Lab, report: Report) -> None:
         report.lines.append("  " + tr(_("not read: {error}").format(error=str(exc).splitlines()[0][:160])))
         return
     for cert in found:
-        where = f"{cert.machine}:{cert.path} ({cert.subject})"
+        where = f"{C.where(cert)} ({cert.subject})"
         if cert.state == "expired":
             report.bad(_("{where} expired on {date}").format(where=where, date=cert.not_after[:10]),
                        "lab certs; make renew-certificates")

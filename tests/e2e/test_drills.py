@@ -17,6 +17,7 @@ import uuid
 import pytest
 from conftest import make
 
+from labs.timing import wait_for
 from tools.locations import state_dir
 
 pytestmark = [
@@ -73,17 +74,16 @@ def test_a_restore_brings_back_the_snapshot_state_as_a_new_etcd_cluster(lab, tmp
         lab.core.patch_namespaced_config_map("marker", kept, {"data": {"v": "after"}})
         namespace(later)
         lab.core.delete_namespace(doomed)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        def deleted() -> bool:
             try:
                 lab.core.read_namespace(doomed)
             except ApiException as exc:
                 if exc.status == 404:
-                    break
+                    return True
                 raise
-            time.sleep(1)
-        else:
-            pytest.fail(f"namespace {doomed} was not deleted within 120 s")
+            return False
+
+        wait_for(deleted, 120, f"namespace {doomed} to be deleted")
         before = cluster_ids(lab)
         assert len(set(before.values())) == 1, before
 
@@ -91,7 +91,7 @@ def test_a_restore_brings_back_the_snapshot_state_as_a_new_etcd_cluster(lab, tmp
         damaged = tmp_path / "damaged.db"
         data = bytearray(snapshot.read_bytes())
         middle = len(data) // 2
-        data[middle:middle + 64] = bytes(64)
+        data[middle:middle + 64] = bytes(b ^ 0xFF for b in data[middle:middle + 64])  # changed whatever was there
         damaged.write_bytes(bytes(data))
         apiservers = started_at(lab, "kube-apiserver")
         proc = make("etcd-restore", PROFILE, timeout=600, check=False, args=(f"SNAPSHOT={damaged}",))
