@@ -48,3 +48,31 @@ def test_the_host_code_names_no_host_command():
         assert banned not in code, banned
     vagrantfile = [line for line in (ROOT / "Vagrantfile").read_text().splitlines() if not line.strip().startswith("#")]
     assert not [line for line in vagrantfile if "ssh-keygen" in line]
+
+
+def test_ruby_reads_the_same_machines_as_tools_settings_for_every_profile(ruby):
+    """The machine list the Vagrantfile can build without Python (controller: lab) is the one tools/settings.py
+    resolves: names, roles and addresses, for every profile of settings.yml."""
+    import json
+
+    import yaml
+
+    from tools import settings as S
+
+    profiles = yaml.safe_load((ROOT / "settings.yml").read_text())["profiles"]
+    script = (f'require {str(ROOT / "tools/vagrant/lab_host")!r}; require "json"; '
+              f'puts JSON.dump(LabHost.machines({str(ROOT)!r}, {{"K8S_LAB_PROFILE" => ARGV[0]}}))')
+    for profile in profiles:
+        out = subprocess.run([ruby, "-e", script, profile], capture_output=True, text=True, timeout=60, check=True)
+        ruby_nodes = json.loads(out.stdout)["nodes"]
+        python_nodes = [{k: n[k] for k in ("name", "role", "ip")}
+                        for n in S.load(profile=profile, provider="docker")["nodes"]]
+        assert ruby_nodes == python_nodes, profile
+
+
+def test_ruby_refuses_an_unknown_profile_naming_the_known_ones(ruby):
+    script = (f'require {str(ROOT / "tools/vagrant/lab_host")!r}; '
+              f'begin; LabHost.machines({str(ROOT)!r}, {{"K8S_LAB_PROFILE" => "huge"}}); '
+              'rescue LabHost::SettingsError => e; puts e.message; end')
+    out = subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert 'profile "huge" is not one of profiles (single, default, ha' in out

@@ -69,3 +69,43 @@ module LabHost
     File.read("#{path}.pub").strip
   end
 end
+
+require "ipaddr"
+require "yaml"
+
+# The machines of a profile, read from the settings file in Ruby alone (for a host without the lab's Python:
+# `controller: lab`). The same names and addresses tools/settings.py gives (tests/unit/test_vagrant_host_code.py
+# compares them for every profile); the full validation runs inside the controller before it provisions anything.
+module LabHost
+  CP_FIRST = 11
+  WORKER_FIRST = 21
+  ETCD_FIRST = 91
+
+  class SettingsError < StandardError; end
+
+  module_function
+
+  def machines(root, env = ENV)
+    path = env["K8S_LAB_SETTINGS"] || File.join(root, "settings.yml")
+    doc = YAML.safe_load(File.read(path))
+    profile = env["K8S_LAB_PROFILE"] || doc["profile"]
+    counts = (doc["profiles"] || {})[profile]
+    unless counts
+      raise SettingsError, "#{path}: profile #{profile.inspect} is not one of profiles " \
+                           "(#{(doc['profiles'] || {}).keys.join(', ')})"
+    end
+    %w[control_plane workers].each do |field|
+      next if counts[field].is_a?(Integer) && counts[field] >= 0
+
+      raise SettingsError, "#{path}: profiles.#{profile}.#{field}: #{counts[field].inspect} is not a count"
+    end
+    base = IPAddr.new(doc.dig("network", "node_cidr")).to_range.first.to_i
+    roles = [["control_plane", "cp", CP_FIRST, counts["control_plane"]], ["worker", "w", WORKER_FIRST, counts["workers"]],
+             ["etcd", "e", ETCD_FIRST, counts["etcd"] || 0]]
+    nodes = roles.flat_map do |role, short, first, count|
+      (0...count).map { |i| { "name" => "#{short}#{i + 1}", "role" => role, "ip" => IPAddr.new(base + first + i, Socket::AF_INET).to_s } }
+    end
+    { "cluster_name" => doc["cluster_name"], "profile" => profile, "nodes" => nodes, "node" => doc["node"],
+      "box" => doc["box"], "node_cidr" => doc.dig("network", "node_cidr") }
+  end
+end
