@@ -22,13 +22,13 @@ ifdef K8S_LAB_STATE_DIR
 export VAGRANT_DOTFILE_PATH ?= $(K8S_LAB_STATE_DIR)/vagrant
 endif
 
-.PHONY: help deps test-tools artifacts artifacts-runtimes test-runtimes node-image box settings up down provision smoke repair status stop start check cis conformance rotate-encryption-key renew-certificates etcd-snapshot etcd-restore test-drills test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host lab i18n clean
+.PHONY: help deps test-tools artifacts artifacts-runtimes test-runtimes node-image box settings up down provision smoke repair status stop start check cis conformance rotate-encryption-key renew-certificates etcd-snapshot etcd-restore test-drills test-security molecule lint unit integration test test-labs test-vm test-topologies test-two-labs test-breaks test-restart test-fresh-host test-controller test-vm-controller lab i18n clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 deps: ## install host packages, .venv and Go when missing, start Docker; PROVIDER=libvirt adds libvirt (idempotent)
-	@tools/deps.sh
+	@tools/deps.sh $(if $(K8S_LAB_IN_CONTROLLER),controller)
 
 artifacts: deps ## fill the artifact cache (python3 -m tools.locations cache); SOURCE=auto|cache|mirror|upstream|build
 	@$(PY) -m tools.artifacts --source $(SOURCE)
@@ -94,6 +94,15 @@ test-two-labs: deps artifacts node-image ## two labs side by side (other cluster
 
 test-restart: deps artifacts node-image ## ha: every machine, one worker, one control-plane node stopped and started, healthy again without provisioning (not in CI)
 	@K8S_LAB_RESTART=1 $(VENV)/bin/pytest -p no:cacheprovider -s tests/e2e/test_restart.py $(PYTEST_ARGS)
+
+test-controller: deps artifacts node-image ## a clean host (no Python, make, Go, Ansible on PATH): `vagrant up` alone on the docker provider with the controller machine, then lab check --no-disruptive inside it and a second provision (changed=0) (not in CI)
+	@K8S_LAB_CONTROLLER_TEST=docker $(VENV)/bin/pytest -p no:cacheprovider -s tests/controller $(PYTEST_ARGS)
+
+test-vm-controller: ## the same on libvirt VMs under emulation: the single profile's VM and the controller VM (CONTROLLER_PROFILE=default for three nodes) (not in CI: about an hour here)
+	@$(MAKE) --no-print-directory deps PROVIDER=libvirt
+	@$(MAKE) --no-print-directory artifacts box
+	@K8S_LAB_CONTROLLER_TEST=libvirt K8S_LAB_CONTROLLER_PROFILE=$(CONTROLLER_PROFILE) \
+		$(VENV)/bin/pytest -p no:cacheprovider -s tests/controller $(PYTEST_ARGS)
 
 test-fresh-host: deps ## `make deps` on a clean Debian 12 container without Go, then an image built with its Go
 	@$(VENV)/bin/pytest -p no:cacheprovider -s tests/integration/test_fresh_host.py $(PYTEST_ARGS)

@@ -61,7 +61,14 @@ if [ "${1:-}" = test-tools ]; then
     exit 0
 fi
 
-apt_install "${packages[@]}" && log "host packages present"
+# `tools/deps.sh controller`: inside the lab's controller machine (controller: lab; tools/controller/provision.sh):
+# what Ansible and `lab` need there and the virtualenv; no Go, Docker, Vagrant or hypervisor.
+controller_packages=(python3 python3-venv make git openssh-client rsync ca-certificates curl graphviz)
+if [ "${1:-}" = controller ]; then
+    apt_install "${controller_packages[@]}" && log "controller packages present"
+else
+    apt_install "${packages[@]}" && log "host packages present"
+fi
 
 # Python virtualenv, refreshed only when requirements.txt changes.
 stamp="$venv/.requirements.sha256"
@@ -69,13 +76,34 @@ want=$(sha256sum "$root/requirements.txt" | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     log "creating $venv from requirements.txt"
     "$python" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements.txt"
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root"
+    if [ -n "${K8S_LAB_WHEELS:-}" ]; then
+        # The controller machine without PyPI: the host's wheels (below), the lab's build backend among them.
+        "$venv/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$K8S_LAB_WHEELS" \
+            -r "$root/requirements.txt"
+        "$venv/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$K8S_LAB_WHEELS" \
+            --no-deps -e "$root"
+    else
+        "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements.txt"
+        "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root"
+    fi
     echo "$want" > "$stamp"
 else
     log "virtualenv $venv up to date"
 fi
+[ "${1:-}" = controller ] && exit 0
 vpy="$venv/bin/python"
+# The same wheels in the artifact cache, for a controller machine (controller: lab) that cannot reach PyPI: the host's
+# cache goes into it (tools/controller/provision.sh), as the artifacts do.
+wheels="$(cd "$root" && "$vpy" -m tools.locations cache)/wheels"
+if [ "$(cat "$wheels/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+    log "downloading the virtualenv's wheels into $wheels (for a controller machine offline)"
+    rm -rf "$wheels" && mkdir -p "$wheels"
+    "$venv/bin/pip" download -q --disable-pip-version-check --only-binary=:all: -r "$root/requirements.txt" -d "$wheels"
+    # pyproject.toml's build backend, for the lab's own editable install there.
+    "$venv/bin/pip" download -q --disable-pip-version-check --only-binary=:all: -d "$wheels" \
+        "$("$vpy" -c 'import tomllib; print(tomllib.load(open("'"$root"'/pyproject.toml", "rb"))["build-system"]["requires"][0])')"
+    echo "$want" > "$wheels/.requirements.sha256"
+fi
 
 # Go, for the builds (the lab's images always; every component where upstream cannot be reached).
 go_pin() { "$vpy" -c 'import sys, yaml; g = yaml.safe_load(open(sys.argv[1]))["host_tools"]["go"]; print(eval(sys.argv[2]))' \

@@ -279,6 +279,7 @@ class Choice:
     warning: str = ""
 
 
+ACCEL_ENV = "K8S_LAB_ACCEL"  # how the host runs the libvirt VMs, as the Vagrantfile tells the controller machine
 EMULATION_WARNING = ("no hardware virtualization works on this host: the libvirt VMs run under qemu's software "
                      "emulation (TCG), 10-30 times slower than real machines; every wait is scaled for it "
                      "(settings: timeout_scale). PROVIDER=docker is the fast way here.")
@@ -298,6 +299,12 @@ def choose(provider: str, *, kvm: Callable[[], Probe] = probe_kvm,
         return Choice("virtualbox", "hardware", "set in the settings",
                       "" if probe.ok else f"VirtualBox may not run here: {probe.reason}")
     if provider == "libvirt":
+        # Inside the lab's controller machine the probe would test the controller, not the host that runs the
+        # VMs: the Vagrantfile passes the host's answer (K8S_LAB_ACCEL, kvm or emulation).
+        given = os.environ.get(ACCEL_ENV)
+        if given in ("kvm", "emulation"):
+            return Choice("libvirt", given, f"set in the settings; {ACCEL_ENV}={given} (from the host)",
+                          EMULATION_WARNING if given == "emulation" else "")
         probe = kvm()
         if probe.ok:
             return Choice("libvirt", "kvm", f"set in the settings; {probe.reason}")

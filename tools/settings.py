@@ -43,6 +43,9 @@ CLUSTER_STATE = ("pki", "kubeconfigs", "admin.kubeconfig", "super-admin.kubeconf
 
 PROVIDERS = ("auto", "virtualbox", "libvirt", "docker")
 VM_PROVIDERS = ("virtualbox", "libvirt")
+CONTROLLERS = ("auto", "host", "lab")
+CONTROLLER_ENV = "K8S_LAB_CONTROLLER"  # wins over settings.yml controller for one run
+CONTROLLER_HOST = 5  # the controller machine's address in the node network (controller: lab)
 COMPONENTS = ("kubernetes", "etcd", "containerd", "runc", "cni_plugins", "crictl", "coredns")
 IMAGES = ("pause", "coredns", "echo")
 MIN_MEMORY_MB = 1536
@@ -504,6 +507,22 @@ def derived(doc: dict, nodes: list[dict], node_cidr: str) -> dict:
     }
 
 
+def lab_virtualenv() -> bool:
+    """Does this Python run from a virtualenv (the lab's .venv, made by `make deps`)?"""
+    return sys.prefix != sys.base_prefix or (ROOT / ".venv" / "bin" / "python").exists()
+
+
+def controller_of(setting: str, choice: hypervisor.Choice, venv: bool) -> str:
+    """Where Ansible and `lab` run (host or lab) for a controller setting (auto, host, lab): auto is lab for VMs
+    with hardware acceleration, or where the host has no lab virtualenv; host for containers, and for VMs under
+    emulation on a host that can run Ansible itself (a controller VM's Python would run 18-30 times slower)."""
+    if setting != "auto":
+        return setting
+    if choice.provider in VM_PROVIDERS and (choice.accel != "emulation" or not venv):
+        return "lab"
+    return "host"
+
+
 def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, versions: dict[str, str],
              where: str, versions_doc: dict) -> dict:
     net, counts = doc["network"], doc["profiles"][profile]
@@ -545,6 +564,10 @@ def _resolve(doc: dict, profile: str, choice: hypervisor.Choice, arch: str, vers
         "provider_reason": choice.reason,
         "provider_warning": choice.warning,
         "timeout_scale": scale,
+        # Where Ansible and `lab` run: host, or lab (the controller machine, at controller_ip).
+        "controller": controller_of(os.environ.get(CONTROLLER_ENV) or doc.get("controller", "auto"), choice,
+                                    lab_virtualenv()),
+        "controller_ip": str(base + CONTROLLER_HOST),
         "arch": arch,
         "box": box,
         "box_is_lab": box == LAB_BOX,
@@ -616,6 +639,9 @@ def load(path: str | Path | None = None, profile: str | None = None, provider: s
         problems += _check_box(doc["box"], arch, where)
     if "network" not in bad and provider == "virtualbox":
         problems += _check_virtualbox_network(doc["network"]["node_cidr"], where, vbox_allowed_ranges())
+    if os.environ.get(CONTROLLER_ENV) and os.environ[CONTROLLER_ENV] not in CONTROLLERS:
+        problems.append(f"{CONTROLLER_ENV}: unknown controller {os.environ[CONTROLLER_ENV]!r}; "
+                        f"allowed: {', '.join(CONTROLLERS)}")
     if problems:
         raise SettingsError(problems)
     if profiles is not None and profile in profiles and "artifacts" not in bad and versions_doc is not None:

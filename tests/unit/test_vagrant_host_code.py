@@ -76,3 +76,57 @@ def test_ruby_refuses_an_unknown_profile_naming_the_known_ones(ruby):
               'rescue LabHost::SettingsError => e; puts e.message; end')
     out = subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
     assert 'profile "huge" is not one of profiles (single, default, ha' in out
+
+
+def _ruby_json(ruby, expression: str, env: dict | None = None) -> object:
+    import json
+    import os
+
+    script = f'require {str(ROOT / "tools/vagrant/lab_host")!r}; require "json"; puts JSON.dump({expression})'
+    out = subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True,
+                         env={**os.environ, **(env or {})})
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("env", [{}, {"K8S_LAB_CACHE": "/srv/cache", "K8S_LAB_STATE_DIR": "/srv/state"},
+                                 {"XDG_CACHE_HOME": "/srv/xdg"}])
+def test_ruby_and_tools_locations_agree_on_the_cache_and_the_state_folder(ruby, env, monkeypatch):
+    from tools import locations
+
+    for key in ("K8S_LAB_CACHE", "K8S_LAB_STATE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    got = _ruby_json(ruby, f"[LabHost.cache_dir, LabHost.state_dir({str(ROOT)!r})]")
+    assert got == [str(locations.default_cache()), str(locations.state_dir())]
+
+
+def test_ruby_settings_without_python_pick_the_provider_and_the_controller(ruby):
+    from tools import settings as S
+
+    def pick(argv="[]", env="{}", plugin="false", os_="linux"):
+        return _ruby_json(ruby, f'LabHost.settings({str(ROOT)!r}, ENV.to_h.merge({env}), argv: {argv}, '
+                                f'libvirt_plugin: {plugin}, os: :{os_}).slice("provider", "accel", "controller", '
+                                '"controller_ip", "timeout_scale", "box")',
+                          {"K8S_LAB_PROVIDER": "", "K8S_LAB_CONTROLLER": "", "VAGRANT_DEFAULT_PROVIDER": "",
+                           "K8S_LAB_ACCEL": ""})
+
+    python = S.load(profile="default", provider="docker")
+    # settings.yml says auto: a macOS or Windows laptop gets VirtualBox, a Linux one with the plugin libvirt.
+    assert pick(os_="macos")["provider"] == "virtualbox"
+    assert pick(os_="windows")["provider"] == "virtualbox"
+    linux = pick(plugin="true", env='{"K8S_LAB_ACCEL" => "emulation"}')
+    assert linux["provider"] == "libvirt" and linux["accel"] == "emulation" and linux["timeout_scale"] == 8
+    assert linux["box"] == python["box"] if python["provider"] == "libvirt" else linux["box"]
+    assert linux["controller"] == "lab" and linux["controller_ip"] == python["controller_ip"]
+    assert pick(argv='["up", "--provider=docker"]', plugin="true")["provider"] == "docker"
+    assert pick(argv='["up", "--provider", "virtualbox"]')["provider"] == "virtualbox"
+    assert pick(env='{"VAGRANT_DEFAULT_PROVIDER" => "libvirt"}', os_="macos")["provider"] == "libvirt"
+
+
+def test_ruby_settings_refuse_a_host_side_controller_without_python(ruby):
+    script = (f'require {str(ROOT / "tools/vagrant/lab_host")!r}; '
+              f'begin; LabHost.settings({str(ROOT)!r}, {{"K8S_LAB_CONTROLLER" => "host"}}); '
+              'rescue LabHost::SettingsError => e; puts e.message; end')
+    out = subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert 'controller: "host": a host-side controller needs the lab\'s Python here' in out

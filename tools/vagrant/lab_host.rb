@@ -106,6 +106,80 @@ module LabHost
       (0...count).map { |i| { "name" => "#{short}#{i + 1}", "role" => role, "ip" => IPAddr.new(base + first + i, Socket::AF_INET).to_s } }
     end
     { "cluster_name" => doc["cluster_name"], "profile" => profile, "nodes" => nodes, "node" => doc["node"],
-      "box" => doc["box"], "node_cidr" => doc.dig("network", "node_cidr") }
+      "box" => doc["box"], "node_cidr" => doc.dig("network", "node_cidr"), "doc" => doc }
+  end
+
+  CONTROLLER_HOST = 5
+  CONTROLLER_CPUS = 2
+  CONTROLLER_MEMORY_MB = 1536
+  # What the controller's copy of the checkout leaves out: this host's virtualenv, state folder and Vagrant
+  # record; of the artifact cache, what only this host's builds and tests use.
+  SOURCE_EXCLUDES = [".venv/", ".lab/", ".vagrant/", "__pycache__/", ".pytest_cache/", ".ruff_cache/"].freeze
+  CACHE_EXCLUDES = [".build/", ".extracted/", ".fill.lock", "box/", "fresh-host/", "go/", "kvm-probe.json",
+                    "node-image/", "reports/", "conformance/"].freeze
+
+  # Did `make deps` make the lab's virtualenv in this checkout?
+  def virtualenv?(root, os = host_os)
+    File.file?(python(root, os)) && python(root, os) != (os == :windows ? "python" : "python3")
+  end
+  EMULATION_TIMEOUT_SCALE = 8
+
+  # The provider of a host without the lab's Python: `vagrant up --provider=X`, then K8S_LAB_PROVIDER, then
+  # settings.yml; its auto is Vagrant's default provider (VAGRANT_DEFAULT_PROVIDER), else libvirt on a Linux host
+  # with Vagrant's libvirt plugin, else VirtualBox (macOS and Windows laptops).
+  def provider(doc, env, argv, libvirt_plugin, os = host_os)
+    given = argv.each_with_index.map do |arg, i|
+      arg.start_with?("--provider=") ? arg.split("=", 2).last : (argv[i + 1] if arg == "--provider")
+    end.compact.last
+    chosen = given || env["K8S_LAB_PROVIDER"].to_s.then { |v| v.empty? ? nil : v } || doc["provider"] || "auto"
+    return chosen unless chosen == "auto"
+    return env["VAGRANT_DEFAULT_PROVIDER"] unless env["VAGRANT_DEFAULT_PROVIDER"].to_s.empty?
+
+    os == :linux && libvirt_plugin ? "libvirt" : "virtualbox"
+  end
+
+  # What the Vagrantfile needs, on a host that has only Vagrant and a hypervisor (no virtualenv: `controller:
+  # lab`), in the shape `python3 -m tools.settings resolve` gives it. The controller machine validates the
+  # settings in full before it provisions anything.
+  def settings(root, env = ENV, argv: [], libvirt_plugin: false, os: host_os)
+    lab = machines(root, env)
+    doc = lab.delete("doc")
+    controller = env["K8S_LAB_CONTROLLER"].to_s.empty? ? (doc["controller"] || "auto") : env["K8S_LAB_CONTROLLER"]
+    unless %w[auto lab].include?(controller)
+      raise SettingsError, "controller: #{controller.inspect}: a host-side controller needs the lab's Python here " \
+                           "(make deps, on Linux); without it only controller: lab (or auto) works"
+    end
+    chosen = provider(doc, env, argv, libvirt_plugin, os)
+    unless %w[libvirt virtualbox docker].include?(chosen)
+      raise SettingsError, "provider: unknown provider #{chosen.inspect}; allowed: auto, virtualbox, libvirt, docker"
+    end
+    accel = case chosen
+            when "libvirt"
+              given = env["K8S_LAB_ACCEL"].to_s
+              %w[kvm emulation].include?(given) ? given : (File.exist?("/dev/kvm") ? "kvm" : "emulation")
+            when "virtualbox" then "hardware"
+            else "container"
+            end
+    scale = doc["timeout_scale"].is_a?(Integer) ? doc["timeout_scale"] : (accel == "emulation" ? EMULATION_TIMEOUT_SCALE : 1)
+    base = IPAddr.new(lab["node_cidr"]).to_range.first.to_i
+    lab.merge("provider" => chosen, "accel" => accel, "timeout_scale" => scale, "box" => (doc["box"] || {})[chosen],
+              "network" => { "node_cidr" => lab["node_cidr"] }, "controller" => "lab",
+              "controller_ip" => IPAddr.new(base + CONTROLLER_HOST, Socket::AF_INET).to_s,
+              "state_dir" => state_dir(root, env),
+              "provider_warning" => "")
+  end
+
+  # The state folder of this checkout's cluster (tools/locations.py): K8S_LAB_STATE_DIR, else .lab in the checkout.
+  def state_dir(root, env = ENV)
+    env["K8S_LAB_STATE_DIR"].to_s.empty? ? File.join(root, ".lab") : File.expand_path(env["K8S_LAB_STATE_DIR"])
+  end
+
+  # The artifact cache of this host (the rules of tools/locations.py): K8S_LAB_CACHE, else
+  # $XDG_CACHE_HOME/k8s-arch-lab, else ~/.cache/k8s-arch-lab.
+  def cache_dir(env = ENV)
+    return File.expand_path(env["K8S_LAB_CACHE"]) unless env["K8S_LAB_CACHE"].to_s.empty?
+
+    base = env["XDG_CACHE_HOME"].to_s.empty? ? File.join(Dir.home, ".cache") : env["XDG_CACHE_HOME"]
+    File.join(base, "k8s-arch-lab")
   end
 end
