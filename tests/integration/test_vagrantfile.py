@@ -20,9 +20,10 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def vagrant(provider: str, tmp_path: Path, *args: str, settings: Path | None = None) -> subprocess.CompletedProcess:
+def vagrant(provider: str, tmp_path: Path, *args: str, settings: Path | None = None,
+            controller: str = "host") -> subprocess.CompletedProcess:
     env = dict(os.environ, K8S_LAB_PROVIDER=provider, K8S_LAB_PROFILE="ha", K8S_LAB_STATE_DIR=str(tmp_path / "state"),
-               VAGRANT_DOTFILE_PATH=str(tmp_path / "dot"))
+               VAGRANT_DOTFILE_PATH=str(tmp_path / "dot"), K8S_LAB_CONTROLLER=controller)
     if settings:
         env["K8S_LAB_SETTINGS"] = str(settings)
     return subprocess.run(["vagrant", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
@@ -58,3 +59,38 @@ def test_a_virtualbox_node_network_outside_the_host_only_ranges_stops_vagrant(tm
     assert "the settings are invalid, nothing was created" in proc.stderr
     assert "outside the host-only ranges VirtualBox allows" in proc.stderr
     assert vagrant("docker", tmp_path, "validate", "--ignore-provider", settings=path).returncode == 0
+
+
+def _machines(out: str) -> set[str]:
+    return {line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("==> ")}
+
+
+@pytest.mark.parametrize("provider", ["virtualbox", "libvirt", "docker"])
+def test_controller_lab_adds_the_controller_machine(provider, tmp_path):
+    proc = vagrant(provider, tmp_path, "validate", "--ignore-provider", controller="lab")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _machines(proc.stdout) == {"cp1", "cp2", "cp3", "w1", "w2", "controller"}, proc.stdout
+
+
+@pytest.mark.parametrize("provider", ["virtualbox", "libvirt"])
+def test_a_host_with_only_vagrant_gets_the_controller_machine_without_running_a_host_command(provider, tmp_path):
+    """A clean clone (no virtualenv) and a PATH holding nothing but vagrant and the Ruby it runs on: no Python, no
+    shell, no ssh-keygen. The Vagrantfile reads the machines in Ruby, makes the SSH key in Ruby, and defines the
+    nodes and the controller machine (controller: lab, as auto means without a virtualenv) — what a Windows or macOS
+    laptop with VirtualBox runs."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("vagrant", "ruby"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {"HOME": os.environ.get("HOME", "/root"), "PATH": str(bin_dir), "K8S_LAB_PROVIDER": provider,
+           "K8S_LAB_PROFILE": "default", "VAGRANT_DOTFILE_PATH": str(tmp_path / "dot")}
+    proc = subprocess.run(["vagrant", "validate", "--ignore-provider"], cwd=clone, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _machines(proc.stdout) == {"cp1", "w1", "w2", "controller"}, proc.stdout
+    key = clone / ".lab" / "ssh" / "id_ed25519"
+    assert key.read_text().startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert sorted(p.name for p in (clone / ".lab").iterdir()) == ["ssh"]
+    assert not (clone / ".venv").exists()
