@@ -74,15 +74,17 @@ def test_controller_lab_adds_the_controller_machine(provider, tmp_path):
 
 @pytest.mark.parametrize("provider", ["virtualbox", "libvirt"])
 def test_a_host_with_only_vagrant_gets_the_controller_machine_without_running_a_host_command(provider, tmp_path):
-    """A clean clone (no virtualenv) and a PATH holding nothing but vagrant and the Ruby it runs on: no Python, no
-    shell, no ssh-keygen. The Vagrantfile reads the machines in Ruby, makes the SSH key in Ruby, and defines the
+    """A clean clone (no virtualenv) and a PATH holding nothing but vagrant and the Ruby it runs on (and rsync for
+    libvirt): no Python, no shell, no ssh-keygen. The Vagrantfile reads the machines in Ruby, makes the SSH key in Ruby, and defines the
     nodes and the controller machine (controller: lab, as auto means without a virtualenv) — what a Windows or macOS
     laptop with VirtualBox runs."""
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("vagrant", "ruby"):
+    # libvirt hosts are Linux: there the controller's copy of the checkout goes by rsync (VirtualBox: its shared
+    # folders, which need nothing on the host).
+    for tool in ("vagrant", "ruby") + (("rsync",) if provider == "libvirt" else ()):
         (bin_dir / tool).symlink_to(shutil.which(tool))
     env = {"HOME": os.environ.get("HOME", "/root"), "PATH": str(bin_dir), "K8S_LAB_PROVIDER": provider,
            "K8S_LAB_PROFILE": "default", "VAGRANT_DOTFILE_PATH": str(tmp_path / "dot")}
