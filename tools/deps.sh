@@ -76,16 +76,25 @@ want=$(sha256sum "$root/requirements.txt" | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     log "creating $venv from requirements.txt"
     "$python" -m venv "$venv"
+    # The controller machine: no byte-compiling at install (the ansible package's collections are tens of thousands
+    # of modules, few ever imported; under emulation compiling them all takes minutes). Python compiles on import.
+    # It also leaves out what only the tests need (requirements.txt's "# tests only" lines).
+    requirements=$root/requirements.txt pip_extra=()
+    if [ "${1:-}" = controller ]; then
+        requirements=$(mktemp) && grep -v "# tests only" "$root/requirements.txt" > "$requirements"
+        pip_extra=(--no-compile)
+    fi
     if [ -n "${K8S_LAB_WHEELS:-}" ]; then
         # The controller machine without PyPI: the host's wheels (below), the lab's build backend among them.
-        "$venv/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$K8S_LAB_WHEELS" \
-            -r "$root/requirements.txt"
+        "$venv/bin/pip" install -q --disable-pip-version-check "${pip_extra[@]}" --no-index \
+            --find-links "$K8S_LAB_WHEELS" -r "$requirements"
         "$venv/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$K8S_LAB_WHEELS" \
             --no-deps -e "$root"
     else
-        "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements.txt"
+        "$venv/bin/pip" install -q --disable-pip-version-check "${pip_extra[@]}" -r "$requirements"
         "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root"
     fi
+    [ "$requirements" = "$root/requirements.txt" ] || rm -f "$requirements"
     echo "$want" > "$stamp"
 else
     log "virtualenv $venv up to date"
