@@ -75,9 +75,9 @@ def test_controller_lab_adds_the_controller_machine(provider, tmp_path):
 @pytest.mark.parametrize("provider", ["virtualbox", "libvirt"])
 def test_a_host_with_only_vagrant_gets_the_controller_machine_without_running_a_host_command(provider, tmp_path):
     """A clean clone (no virtualenv) and a PATH holding nothing but vagrant and the Ruby it runs on (and rsync for
-    libvirt): no Python, no shell, no ssh-keygen. The Vagrantfile reads the machines in Ruby, makes the SSH key in Ruby, and defines the
-    nodes and the controller machine (controller: lab, as auto means without a virtualenv) — what a Windows or macOS
-    laptop with VirtualBox runs."""
+    libvirt): no Python, no shell, no ssh-keygen. The Vagrantfile reads the machines in Ruby, makes the SSH key in
+    Ruby, and defines the nodes and the controller machine (controller: lab, as auto means without a virtualenv) —
+    what a Windows or macOS laptop with VirtualBox runs."""
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
     bin_dir = tmp_path / "bin"
