@@ -22,7 +22,9 @@ phase() { log "$1 ($(( SECONDS - start )) s so far)"; }
 [ -f "$src/Vagrantfile" ] || die "$src holds no checkout: the synced folder of the controller is missing"
 command -v rsync >/dev/null || { $sudo apt-get update -qq && $sudo apt-get install -y -qq rsync >/dev/null; }
 mkdir -p "$lab"
-rsync -a --delete --exclude=/.venv/ --exclude=/.lab/ --exclude=/.vagrant/ --exclude=__pycache__/ "$src/" "$lab/"
+# What git ignores stays out of the copy and is never deleted from it: this machine's virtualenv, its state folder
+# (the cluster's keys) and Vagrant's record.
+rsync -a --delete --exclude-from="$src/.gitignore" "$src/" "$lab/"
 phase "checkout copied into $lab"
 
 # Python packages from PyPI, or from the host's wheels where they came along with its cache (offline).
@@ -40,7 +42,8 @@ mkdir -p "$cache"
 source=auto
 if [ "${K8S_LAB_OFFLINE:-}" = 1 ] && [ -f /vagrant-cache/manifest.json ]; then
     rsync -a --exclude=/.build/ --exclude=/.extracted/ --exclude=/.fill.lock --exclude=/box/ --exclude=/fresh-host/ \
-        --exclude=/go/ --exclude=/kvm-probe.json --exclude=/node-image/ --exclude=/reports/ --exclude=/conformance/ --exclude=/wheels/ \
+        --exclude=/go/ --exclude=/kvm-probe.json --exclude=/node-image/ --exclude=/reports/ --exclude=/conformance/ \
+        --exclude=/wheels/ \
         /vagrant-cache/ "$cache/"
     source=cache
     phase "the host's artifact cache copied into $cache"
