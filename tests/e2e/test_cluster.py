@@ -86,12 +86,17 @@ def test_a_moved_profile_runs_where_its_settings_moved_it(cluster):
     assert dns["spec"]["clusterIP"] == str(ipaddress.ip_network(MOVED["service_cidr"]).network_address + 10)
 
 
+def _vm_run_covers(profile: str) -> bool:
+    """Does make test's VM run (K8S_LAB_TEST_VM=single) repeat this profile? It brings the single profile up on a
+    libvirt VM and runs the smoke playbook, a second provision and the non-disruptive checks there (not with
+    K8S_LAB_LABS_FULL, which wants everything here too)."""
+    return (profile == "single" and os.environ.get("K8S_LAB_TEST_VM") == "single"
+            and os.environ.get("K8S_LAB_LABS_FULL") != "1")
+
+
 def _the_vm_run_repeats_it(profile: str) -> None:
-    """make test's VM run (K8S_LAB_TEST_VM=single) brings the single profile up on a libvirt VM and runs the smoke
-    playbook and a second provision there: the docker single profile leaves those to it (default and ha run them
-    on containers too)."""
-    if profile == "single" and os.environ.get("K8S_LAB_TEST_VM") == "single" and \
-            os.environ.get("K8S_LAB_LABS_FULL") != "1":
+    """The docker single profile leaves to the VM run what it repeats (default and ha run them on containers too)."""
+    if _vm_run_covers(profile):
         pytest.skip("single: the VM run of make test (tests/vm, the same profile on a libvirt VM) runs it")
 
 
@@ -250,10 +255,9 @@ def test_lab_checks_on_a_profile_with_one_control_plane_node(cluster, tmp_path):
         pytest.skip("the ha profile's lab checks run in test_labs.py")
     report = tmp_path / "report.json"
     checks = load_checks()
-    if profile == "single" and os.environ.get("K8S_LAB_TEST_VM") == "single" and \
-            os.environ.get("K8S_LAB_LABS_FULL") != "1":
-        # make test's VM run (tests/vm) runs every non-disruptive check on this same profile, on a real VM: here
-        # only the disruptive ones (the VM run leaves them out), which saves CI about two minutes of repeats.
+    if _vm_run_covers(profile):
+        # The VM run has every non-disruptive check on this same profile, on a real VM: here only the disruptive
+        # ones (the VM run leaves them out), which saves CI about two minutes of repeats.
         selected = [c for c in checks if checks[c].disruptive]
     elif profile == "single" or os.environ.get("K8S_LAB_LABS_FULL") == "1":
         selected = list(checks)

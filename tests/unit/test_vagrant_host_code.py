@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,8 +56,6 @@ def test_ruby_reads_the_same_machines_as_tools_settings_for_every_profile(ruby):
     resolves: names, roles and addresses, for every profile of settings.yml."""
     import json
 
-    import yaml
-
     from tools import settings as S
 
     profiles = yaml.safe_load((ROOT / "settings.yml").read_text())["profiles"]
@@ -70,11 +69,15 @@ def test_ruby_reads_the_same_machines_as_tools_settings_for_every_profile(ruby):
         assert ruby_nodes == python_nodes, profile
 
 
-def test_ruby_refuses_an_unknown_profile_naming_the_known_ones(ruby):
+def _ruby_settings_error(ruby, call: str) -> str:
+    """The message of the LabHost::SettingsError a call raises ("" when it raises none)."""
     script = (f'require {str(ROOT / "tools/vagrant/lab_host")!r}; '
-              f'begin; LabHost.machines({str(ROOT)!r}, {{"K8S_LAB_PROFILE" => "huge"}}); '
-              'rescue LabHost::SettingsError => e; puts e.message; end')
-    out = subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+              f'begin; {call}; rescue LabHost::SettingsError => e; puts e.message; end')
+    return subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+
+
+def test_ruby_refuses_an_unknown_profile_naming_the_known_ones(ruby):
+    out = _ruby_settings_error(ruby, f'LabHost.machines({str(ROOT)!r}, {{"K8S_LAB_PROFILE" => "huge"}})')
     assert 'profile "huge" is not one of profiles (single, default, ha' in out
 
 
@@ -117,7 +120,7 @@ def test_ruby_settings_without_python_pick_the_provider_and_the_controller(ruby)
     assert pick(os_="windows")["provider"] == "virtualbox"
     linux = pick(plugin="true", env='{"K8S_LAB_ACCEL" => "emulation"}')
     assert linux["provider"] == "libvirt" and linux["accel"] == "emulation" and linux["timeout_scale"] == 8
-    assert linux["box"] == python["box"] if python["provider"] == "libvirt" else linux["box"]
+    assert linux["box"] == yaml.safe_load((ROOT / "settings.yml").read_text())["box"]["libvirt"]
     assert linux["controller"] == "lab" and linux["controller_ip"] == python["controller_ip"]
     assert pick(argv='["up", "--provider=docker"]', plugin="true")["provider"] == "docker"
     assert pick(argv='["up", "--provider", "virtualbox"]')["provider"] == "virtualbox"
@@ -125,8 +128,5 @@ def test_ruby_settings_without_python_pick_the_provider_and_the_controller(ruby)
 
 
 def test_ruby_settings_refuse_a_host_side_controller_without_python(ruby):
-    script = (f'require {str(ROOT / "tools/vagrant/lab_host")!r}; '
-              f'begin; LabHost.settings({str(ROOT)!r}, {{"K8S_LAB_CONTROLLER" => "host"}}); '
-              'rescue LabHost::SettingsError => e; puts e.message; end')
-    out = subprocess.run([ruby, "-e", script], capture_output=True, text=True, timeout=60, check=True).stdout
+    out = _ruby_settings_error(ruby, f'LabHost.settings({str(ROOT)!r}, {{"K8S_LAB_CONTROLLER" => "host"}})')
     assert 'controller: "host": a host-side controller needs the lab\'s Python here' in out

@@ -9,7 +9,7 @@
 #   4. the machines' SSH key into the state folder (0600), the profile and provider recorded, the settings checked;
 #   5. the playbooks against the nodes (playbooks/site.yml), once every node answers (bounded wait).
 # Environment (from the Vagrantfile): K8S_LAB_PROFILE, K8S_LAB_PROVIDER, K8S_LAB_ACCEL, K8S_LAB_NODES,
-# K8S_LAB_OFFLINE (1: the host's cache came along).
+# K8S_LAB_OFFLINE (1: the host's cache came along), K8S_LAB_CACHE_EXCLUDES (what of it stays out).
 set -euo pipefail
 log() { echo "controller: $*"; }
 die() { echo "controller: error: $*" >&2; exit 1; }
@@ -41,10 +41,11 @@ cache=$("$venv/bin/python" -m tools.locations cache)
 mkdir -p "$cache"
 source=auto
 if [ "${K8S_LAB_OFFLINE:-}" = 1 ] && [ -f /vagrant-cache/manifest.json ]; then
-    rsync -a --exclude=/.build/ --exclude=/.extracted/ --exclude=/.fill.lock --exclude=/box/ --exclude=/fresh-host/ \
-        --exclude=/go/ --exclude=/kvm-probe.json --exclude=/node-image/ --exclude=/reports/ --exclude=/conformance/ \
-        --exclude=/wheels/ \
-        /vagrant-cache/ "$cache/"
+    # What of the host's cache stays out (K8S_LAB_CACHE_EXCLUDES, from the Vagrantfile), and the wheels, which
+    # deps.sh took from /vagrant-cache itself.
+    excludes=(--exclude=/wheels/)
+    for entry in ${K8S_LAB_CACHE_EXCLUDES:-}; do excludes+=("--exclude=/$entry"); done
+    rsync -a "${excludes[@]}" /vagrant-cache/ "$cache/"
     source=cache
     phase "the host's artifact cache copied into $cache"
 fi

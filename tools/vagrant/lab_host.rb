@@ -112,16 +112,15 @@ module LabHost
   CONTROLLER_HOST = 5
   CONTROLLER_CPUS = 2
   CONTROLLER_MEMORY_MB = 1536
-  # What the controller's copy of the checkout leaves out: this host's virtualenv, state folder and Vagrant
-  # record; of the artifact cache, what only this host's builds and tests use.
-  SOURCE_EXCLUDES = [".venv/", ".lab/", ".vagrant/", "__pycache__/", ".pytest_cache/", ".ruff_cache/"].freeze
+  # What the controller leaves out of this host's artifact cache: what only this host's builds and tests use.
   CACHE_EXCLUDES = [".build/", ".extracted/", ".fill.lock", "box/", "fresh-host/", "go/", "kvm-probe.json",
                     "node-image/", "reports/", "conformance/"].freeze
 
   # Did `make deps` make the lab's virtualenv in this checkout?
   def virtualenv?(root, os = host_os)
-    File.file?(python(root, os)) && python(root, os) != (os == :windows ? "python" : "python3")
+    python(root, os) != (os == :windows ? "python" : "python3") # python gives the virtualenv's only where it exists
   end
+
   EMULATION_TIMEOUT_SCALE = 8
 
   # The provider of a host without the lab's Python: `vagrant up --provider=X`, then K8S_LAB_PROVIDER, then
