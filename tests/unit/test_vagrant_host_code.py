@@ -119,7 +119,8 @@ def test_ruby_settings_without_python_pick_the_provider_and_the_controller(ruby)
     assert pick(os_="macos")["provider"] == "virtualbox"
     assert pick(os_="windows")["provider"] == "virtualbox"
     linux = pick(plugin="true", env='{"K8S_LAB_ACCEL" => "emulation"}')
-    assert linux["provider"] == "libvirt" and linux["accel"] == "emulation" and linux["timeout_scale"] == 8
+    assert linux["provider"] == "libvirt" and linux["accel"] == "emulation"
+    assert linux["timeout_scale"] == S.EMULATION_TIMEOUT_SCALE == 8
     assert linux["box"] == yaml.safe_load((ROOT / "settings.yml").read_text())["box"]["libvirt"]
     assert linux["controller"] == "lab" and linux["controller_ip"] == python["controller_ip"]
     assert pick(argv='["up", "--provider=docker"]', plugin="true")["provider"] == "docker"
