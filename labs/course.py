@@ -365,3 +365,6 @@ QUOTES: dict[str, list[Quote]] = {
 }
 # C32 proves for several runtimes side by side what C22 shows for one: the same sentences.
 QUOTES["C32"] = QUOTES["C22"]
+# C34 follows from C06 and C08: all of the cluster's state is in etcd, and without etcd the cluster has no memory; a
+# snapshot of etcd is therefore a snapshot of the cluster.
+QUOTES["C34"] = [*QUOTES["C06"], QUOTES["C08"][1]]

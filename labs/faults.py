@@ -12,8 +12,9 @@ Where a check looks at each of several instances (etcd members, API servers, kub
 workers), a fault breaks only one of them (mostly the last: the last etcd member, cp3, w2); where the claim is
 about a component as a whole, the fault changes it on every node that runs it.
 
-Three checks have no fault here (TEST_ONLY): their claim can only be made false in the middle of the check, once
-its workload runs, which the tests do by wrapping a function of the check (tests/e2e/test_labs.py, after_call)."""
+Four checks have no fault here (TEST_ONLY): their claim can only be made false in the middle of the check, once
+its workload runs (or, C34, between its change and its restore), which the tests do by wrapping a function of the
+check (tests/e2e/conftest.py, after_call)."""
 
 from __future__ import annotations
 
@@ -627,6 +628,10 @@ TEST_ONLY = {
     "C22": _("its claim (the runtime holds the running pod's image) is made false only once the check's pod runs: "
              "the image must be there to start it and removed from that node's runtime after, which only a test "
              "wrapping the check's run_pod can time"),
+    "C34": _("its claim (a restored snapshot brings the cluster back to the snapshot's moment) is made false only "
+             "between the check's later change and its restore: a snapshot taken after that change must take the "
+             "place of the check's own, which only a test wrapping the check's later_change can time "
+             "(tests/e2e/test_drills.py)"),
 }
 
 

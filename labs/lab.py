@@ -138,12 +138,7 @@ class Lab(NodeAccess):
         """A namespace for the check's objects, deleted at the end (pass, fail or Ctrl-C). ``pods`` False: the check
         starts no pod there, so it does not wait for the default ServiceAccount, which only a working controller
         manager makes: such a check does not depend on a component whose claim it does not test."""
-        from kubernetes import client
-
-        name = f"lab-{check_id.lower()}-{uuid.uuid4().hex[:5]}"
-        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
-            name=name, labels={LAB_LABEL: check_id})))
-        RESTORER.push(_("delete namespace {name}").format(name=name), lambda: self.delete_namespace(name))
+        name = self.scratch_namespace(check_id)
         # Pods need the namespace's default ServiceAccount, which a controller creates shortly after; up to a
         # minute and more after the controller manager's local API server restarted (wait_controllers_act).
         if pods:
@@ -153,6 +148,17 @@ class Lab(NodeAccess):
             yield name
         finally:
             pass  # deleted by the restorer at the end of the check
+
+    def scratch_namespace(self, check_id: str) -> str:
+        """A namespace of the check's (labelled with its id), deleted by the restorer at the end of the check; for
+        one made in the middle of a check, where no ``with`` block fits (C34's namespace made after its snapshot)."""
+        from kubernetes import client
+
+        name = f"lab-{check_id.lower()}-{uuid.uuid4().hex[:5]}"
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(
+            name=name, labels={LAB_LABEL: check_id})))
+        RESTORER.push(_("delete namespace {name}").format(name=name), lambda: self.delete_namespace(name))
+        return name
 
     def delete_namespace(self, name: str, timeout: float = 180) -> None:
         """Delete a namespace; waits (bounded) for an API server that is still coming back."""

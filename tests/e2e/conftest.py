@@ -15,6 +15,7 @@ working on one test without a new bring-up each time."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -61,6 +62,32 @@ def make(target: str, profile: str, timeout: float, check: bool = True, args: tu
     if check and proc.returncode != 0:
         pytest.fail(f"make {target} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+@contextlib.contextmanager
+def after_call(module, function: str, disrupt):
+    """Run the check as it is, but once ``module.function`` has returned (its pod or Deployment runs), make the
+    claim false with ``disrupt(result)``, a context manager (e.g. ``stopped``) left at the end of the test. The
+    cluster itself is changed, not the check."""
+    real = getattr(module, function)
+    with contextlib.ExitStack() as falsified:
+        def wrapped(*args, **kwargs):
+            result = real(*args, **kwargs)
+            falsified.enter_context(disrupt(result))
+            return result
+
+        setattr(module, function, wrapped)
+        try:
+            yield
+        finally:
+            setattr(module, function, real)
+
+
+def check_module(check_id: str):
+    """The module of a check, whose functions after_call wraps."""
+    from labs.registry import load_checks
+
+    return sys.modules[load_checks()[check_id].func.__module__]
 
 
 class Clusters:

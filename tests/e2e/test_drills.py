@@ -4,19 +4,26 @@ A marker is written and a namespace made, a snapshot is taken, then the marker c
 first one deleted. A damaged copy of the snapshot is refused before anything changes (same etcd cluster, API
 servers not restarted). The restore from the good snapshot brings the marker's old value and the deleted namespace
 back, the later namespace is gone, and every member is in a new etcd cluster (another cluster ID); the cluster is
-healthy after. `make test-drills` runs it (K8S_LAB_DRILLS=1) on the default profile, DRILL_PROFILE=ha or
-external-etcd on the others."""
+healthy after. Then the lab's check of the same claim, C34, which runs the same playbooks: it passes, and it fails
+when the snapshot it restores was taken after its change (its falsification, test_labs.CASES_ELSEWHERE). `make
+test-drills` runs it (K8S_LAB_DRILLS=1) on the default profile, DRILL_PROFILE=ha or external-etcd on the others."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import time
 import uuid
 
 import pytest
-from conftest import make
+from conftest import after_call, check_module, make
 
+from labs.drills import cluster_ids, snapshot_store, take_snapshot
+from labs.lab import LAB_LABEL
+from labs.registry import load_checks
+from labs.runner import run_check
 from labs.timing import wait_for
 from tools.locations import state_dir
 
@@ -31,13 +38,6 @@ PROFILE = os.environ.get("DRILL_PROFILE", "default")
 @pytest.fixture(scope="module")
 def lab(cluster_up):
     return cluster_up.lab(PROFILE)
-
-
-def cluster_ids(lab) -> dict[str, str]:
-    """Each member's etcd cluster ID, as the member itself reports it."""
-    def one(node: str) -> str:
-        return str(json.loads(lab.etcdctl("endpoint status -w json", node=node))[0]["Status"]["header"]["cluster_id"])
-    return lab.on_each(lab.etcd_members, one)
 
 
 def started_at(lab, unit: str) -> dict[str, str]:
@@ -130,3 +130,67 @@ def test_a_restore_without_a_snapshot_is_refused(lab, tmp_path):
     proc = make("etcd-restore", PROFILE, timeout=300, check=False, args=(f"SNAPSHOT={tmp_path}/none.db",))
     assert proc.returncode != 0
     assert "no snapshot" in proc.stdout and "Nothing was changed" in proc.stdout, proc.stdout[-2000:]
+
+
+# --- C34, the lab's check of the same claim -------------------------------------------------------------------
+
+
+def store_now(lab) -> set:
+    store = snapshot_store(lab)
+    return set(store.glob("*")) if store.is_dir() else set()
+
+
+def left_behind(lab, store_before: set) -> tuple[list[str], list[str]]:
+    """What a run of C34 left: files in the snapshot store, namespaces of the checks (not being deleted)."""
+    files = sorted(p.name for p in store_now(lab) - store_before)
+    namespaces = [n.metadata.name for n in lab.core.list_namespace(label_selector=LAB_LABEL).items
+                  if n.status.phase != "Terminating"]
+    return files, namespaces
+
+
+def show(result) -> None:
+    print("\n".join(f"{at:6.1f}s {line}" for at, line in zip(result.evidence_at, result.evidence, strict=False)),
+          "\n→", result.message)
+
+
+def test_c34_restores_the_whole_cluster_from_its_snapshot_and_leaves_nothing_behind(lab):
+    before = store_now(lab)
+    result = run_check(lab, load_checks()["C34"], tty=False)
+    show(result)
+    assert result.status == "passed", result.message
+    assert any(line.startswith("lost with the restore:") for line in result.evidence), result.evidence
+    assert left_behind(lab, before) == ([], [])
+
+
+@contextlib.contextmanager
+def a_later_snapshot_in_place_of_the_checks(lab):
+    """C34's claim made false: right after the check's later change, a snapshot taken then takes the place of the
+    check's own in the state folder (a backup overwritten by a newer one). The check restores that one."""
+    store, before = snapshot_store(lab), store_now(lab)
+
+    @contextlib.contextmanager
+    def overwritten(_later_namespace):
+        own = [p for p in store.glob("*.db") if p not in before]
+        assert len(own) == 1, own  # the check's, taken since the case began
+        newer = take_snapshot(lab)
+        for suffix in (".db", ".json"):
+            os.replace(newer.with_suffix(suffix), own[0].with_suffix(suffix))
+        yield
+
+    with after_call(check_module("C34"), "later_change", overwritten):
+        yield
+
+
+def test_c34_fails_when_the_snapshot_it_restores_was_taken_after_its_change(lab):
+    before = store_now(lab)
+    started = time.monotonic()
+    with a_later_snapshot_in_place_of_the_checks(lab):
+        result = run_check(lab, load_checks()["C34"], tty=False, wait_healthy=False)
+    show(result)
+    print(f"C34 with a later snapshot: {time.monotonic() - started:.0f} s")
+    assert result.status == "failed", f"C34 did not fail with a later snapshot: {result.status}"
+    assert re.search(r"ConfigMap \S+/marker holds 'after', not the snapshot's 'before'", result.message), \
+        f"C34 failed for another reason than the later snapshot: {result.message!r}"
+    lab.wait_healthy(timeout=300)  # the check restored the cluster (to the later snapshot's state) itself
+    assert lab.ready_nodes() == sorted(lab.nodes)
+    assert left_behind(lab, before) == ([], [])

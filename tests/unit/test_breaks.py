@@ -498,7 +498,7 @@ def test_list_shows_symptoms_never_reveals(state, capsys):
     for fault in CATALOGUE:
         assert f"{fault.id} " in out and fault.symptom in out
         assert fault.reveal_for(Cluster()) not in out
-    assert "C12, C18, C22" in out
+    assert "C12, C18, C22, C34" in out
 
 
 def test_an_exercise_from_break_to_reveal_to_undo(state, capsys):
@@ -602,7 +602,7 @@ def test_list_in_russian(state, capsys, english_afterwards):
     assert "C16            Одна нода затихла." in lines
     assert "C09            Запись продолжается, даже когда два из трёх членов базы данных остановлены. (нужно: три " \
            "члена etcd (PROFILE=ha))" in lines
-    assert "Нет упражнений для C12, C18, C22: их утверждение можно сделать ложным только посреди проверки" in out
+    assert "Нет упражнений для C12, C18, C22, C34: их утверждение можно сделать ложным только посреди проверки" in out
     assert "`lab break CNN`" in out and "symptom" not in out
 
 
