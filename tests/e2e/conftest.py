@@ -130,3 +130,11 @@ def cluster_up():
         yield clusters
     finally:
         clusters.down()
+
+
+def lab_namespaces(lab) -> list[str]:
+    """The namespaces of the lab's checks (their label) that are not being deleted: what a check left behind."""
+    from labs.lab import LAB_LABEL
+
+    return [n.metadata.name for n in lab.core.list_namespace(label_selector=LAB_LABEL).items
+            if n.status.phase != "Terminating"]

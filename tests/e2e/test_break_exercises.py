@@ -12,9 +12,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import lab_namespaces
 
 from labs.faults import CATALOGUE
-from labs.lab import LAB_LABEL
 from labs.paths import ROOT
 
 pytestmark = [
@@ -70,5 +70,4 @@ def test_break_check_undo(lab, fault):
     assert rc == 0, out
     rc, out = lab_cmd("status")
     assert rc == 0, out
-    assert not [n.metadata.name for n in lab.core.list_namespace(label_selector=LAB_LABEL).items
-                if n.status.phase != "Terminating"]
+    assert not lab_namespaces(lab)

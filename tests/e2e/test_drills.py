@@ -18,10 +18,9 @@ import time
 import uuid
 
 import pytest
-from conftest import after_call, check_module, make
+from conftest import after_call, check_module, lab_namespaces, make
 
 from labs.drills import cluster_ids, snapshot_store, take_snapshot
-from labs.lab import LAB_LABEL
 from labs.registry import load_checks
 from labs.runner import run_check
 from labs.timing import wait_for
@@ -143,9 +142,7 @@ def store_now(lab) -> set:
 def left_behind(lab, store_before: set) -> tuple[list[str], list[str]]:
     """What a run of C34 left: files in the snapshot store, namespaces of the checks (not being deleted)."""
     files = sorted(p.name for p in store_now(lab) - store_before)
-    namespaces = [n.metadata.name for n in lab.core.list_namespace(label_selector=LAB_LABEL).items
-                  if n.status.phase != "Terminating"]
-    return files, namespaces
+    return files, lab_namespaces(lab)
 
 
 def show(result) -> None:

@@ -12,11 +12,11 @@ import re
 import time
 
 import pytest
-from conftest import after_call, check_module, lab_check
+from conftest import after_call, check_module, lab_check, lab_namespaces
 
 from labs.faults import CATALOGUE, TEST_ONLY, Fault, broken, stop
 from labs.kube import test_image as echo_image  # not "test_*" here: pytest would collect it
-from labs.lab import LAB_LABEL, Lab
+from labs.lab import Lab
 from labs.registry import load_checks
 from labs.runner import run_check
 
@@ -42,11 +42,6 @@ def no_fault_left_behind(lab):
         if errors:
             pytest.fail(f"fault {left.fault} of an earlier test is still in place: {'; '.join(map(str, errors))}")
     yield
-
-
-def lab_namespaces(lab: Lab) -> list[str]:
-    return [n.metadata.name for n in lab.core.list_namespace(label_selector=LAB_LABEL).items
-            if n.status.phase != "Terminating"]
 
 
 def assert_healthy(lab: Lab) -> None:
